@@ -1,0 +1,139 @@
+//! `a2a-local`: serves every A2A route on one base URL from the embedded engine.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::auth::{Anonymous, ApiKeyAuth, Authenticator, DEFAULT_API_KEY_HEADER};
+use a2a::card::{default_card, parse_card_file};
+use a2a::embedded::{start, EmbeddedConfig};
+use a2a::engine::EngineConfig;
+use a2a::executor::{AgentExecutor, ConformanceAgent, EchoAgent};
+use a2a::http::Limits;
+use a2a::ports::Clock;
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum Agent {
+    /// Completes every task with an artifact echoing the text.
+    Echo,
+    /// Behaviour chosen by the messageId prefix (for conformance suites).
+    Conformance,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum LogFormat {
+    Human,
+    Json,
+}
+
+/// Run an A2A agent locally: JSON-RPC and HTTP+JSON on one base URL, SSE streams, the agent card.
+#[derive(Debug, Parser)]
+#[command(version, about)]
+struct Args {
+    /// Address to listen on.
+    #[arg(long, env = "A2A_ADDR", default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// The agent to run.
+    #[arg(long, env = "A2A_AGENT", value_enum, default_value = "echo")]
+    agent: Agent,
+    /// Agent card file (JSON, any subset of an AgentCard; the rest has defaults).
+    #[arg(long, env = "A2A_CARD")]
+    card: Option<PathBuf>,
+    /// Extended agent card file, served to authenticated clients by GetExtendedAgentCard.
+    #[arg(long, env = "A2A_EXTENDED_CARD")]
+    extended_card: Option<PathBuf>,
+    /// Public base URL clients use (default: http://<addr>).
+    #[arg(long, env = "A2A_PUBLIC_URL")]
+    public_url: Option<String>,
+    /// API keys as `principal:key,...`; enables API-key authentication.
+    #[arg(long, env = "A2A_API_KEYS", hide_env_values = true)]
+    api_keys: Option<String>,
+    /// Header that carries the API key.
+    #[arg(long, env = "A2A_API_KEY_HEADER", default_value = DEFAULT_API_KEY_HEADER)]
+    api_key_header: String,
+    /// Longest wait of a blocking SendMessage, in seconds.
+    #[arg(long, env = "A2A_BLOCKING_TIMEOUT", default_value_t = 60)]
+    blocking_timeout: u64,
+    /// Largest request body, in bytes.
+    #[arg(long, env = "A2A_MAX_BODY", default_value_t = 10 * 1024 * 1024)]
+    max_body: usize,
+    #[arg(long, env = "A2A_LOG_FORMAT", value_enum, default_value = "human")]
+    log_format: LogFormat,
+}
+
+fn read_card(path: &PathBuf) -> Result<a2a::types::AgentCard, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse_card_file(&text).map_err(|e| format!("{}: {}", path.display(), e.message))
+}
+
+fn main() -> Result<(), String> {
+    let args = Args::parse();
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    match args.log_format {
+        LogFormat::Human => tracing_subscriber::fmt().with_env_filter(filter).init(),
+        LogFormat::Json => tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init(),
+    }
+    let card = args
+        .card
+        .as_ref()
+        .map(read_card)
+        .transpose()?
+        .unwrap_or_else(default_card);
+    let extended_card = args.extended_card.as_ref().map(read_card).transpose()?;
+    let auth: Arc<dyn Authenticator> = match &args.api_keys {
+        Some(spec) => Arc::new(
+            ApiKeyAuth::new(&args.api_key_header, ApiKeyAuth::parse_pairs(spec))
+                .map_err(|e| e.message)?,
+        ),
+        None => Arc::new(Anonymous),
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let listener = a2a::server::bind(args.addr)
+            .await
+            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let executor: Arc<dyn AgentExecutor> = match args.agent {
+            Agent::Echo => Arc::new(EchoAgent),
+            Agent::Conformance => Arc::new(ConformanceAgent::new(Arc::new(
+                a2a::adapters::memory::SystemClock,
+            ) as Arc<dyn Clock>)),
+        };
+        let embedded = start(EmbeddedConfig {
+            public_url: args
+                .public_url
+                .clone()
+                .unwrap_or_else(|| format!("http://{bound}")),
+            card,
+            extended_card,
+            executor,
+            auth,
+            engine: EngineConfig {
+                blocking_timeout: Duration::from_secs(args.blocking_timeout),
+                ..EngineConfig::default()
+            },
+            limits: Limits {
+                max_body: args.max_body,
+            },
+        });
+        tracing::info!(addr = %bound, agent = ?args.agent, "a2a-local listening");
+        a2a::server::serve(
+            listener,
+            embedded.service,
+            a2a::server::shutdown_signal(),
+            Duration::from_secs(5),
+        )
+        .await
+        .map_err(|e| e.to_string())
+    })
+}

@@ -1,0 +1,3 @@
+//! Port implementations. `memory` is the embedded default and is always built.
+
+pub mod memory;

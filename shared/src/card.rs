@@ -1,0 +1,228 @@
+//! The agent card: loaded from a JSON file (every field optional, sensible defaults), completed with
+//! what the server knows for certain (its interfaces at the public URL, its real capabilities, the
+//! authenticator's security schemes), and served with `Cache-Control`, `ETag` and `Last-Modified`.
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::auth::Authenticator;
+use crate::error::{A2aError, Result};
+use crate::types::{AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Validate};
+use crate::v03;
+use crate::version::Version;
+
+pub const WELL_KNOWN_PATH: &str = "/.well-known/agent-card.json";
+/// The 0.3 (and earlier) location of the card.
+pub const LEGACY_WELL_KNOWN_PATH: &str = "/.well-known/agent.json";
+
+/// What the server can actually do, so the card never claims more.
+#[derive(Debug, Clone, Copy)]
+pub struct ServerAbilities {
+    pub streaming: bool,
+    pub push_notifications: bool,
+}
+
+/// The card as written in a card file: any subset of an `AgentCard`.
+pub fn default_card() -> AgentCard {
+    AgentCard {
+        name: "a2a-serverless agent".into(),
+        description: "An A2A agent hosted by a2a-serverless.".into(),
+        supported_interfaces: Vec::new(),
+        provider: None,
+        version: env!("CARGO_PKG_VERSION").into(),
+        documentation_url: None,
+        capabilities: AgentCapabilities::default(),
+        security_schemes: Default::default(),
+        security_requirements: Vec::new(),
+        default_input_modes: vec!["text/plain".into(), "application/json".into()],
+        default_output_modes: vec!["text/plain".into(), "application/json".into()],
+        skills: vec![AgentSkill {
+            id: "echo".into(),
+            name: "Echo".into(),
+            description: "Answers with the text it was sent.".into(),
+            tags: vec!["echo".into(), "test".into()],
+            examples: vec!["hello".into()],
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+            security_requirements: Vec::new(),
+        }],
+        signatures: Vec::new(),
+        icon_url: None,
+    }
+}
+
+/// Parses a card file over the defaults: fields the file leaves out keep their default.
+pub fn parse_card_file(json: &str) -> Result<AgentCard> {
+    let overlay: Value = serde_json::from_str(json)
+        .map_err(|e| A2aError::invalid_params(format!("card file is not JSON: {e}")))?;
+    if !overlay.is_object() {
+        return Err(A2aError::invalid_params(
+            "card file must hold a JSON object",
+        ));
+    }
+    let mut base =
+        serde_json::to_value(default_card()).map_err(|e| A2aError::internal(e.to_string()))?;
+    merge(&mut base, overlay);
+    let card: AgentCard = serde_path_to_error::deserialize(base)
+        .map_err(|e| A2aError::invalid_field(&format!("card.{}", e.path()), e.inner()))?;
+    card.validate("card")?;
+    Ok(card)
+}
+
+fn merge(base: &mut Value, overlay: Value) {
+    match (base, overlay) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                match b.get_mut(&k) {
+                    Some(slot) if slot.is_object() && v.is_object() => merge(slot, v),
+                    _ => {
+                        b.insert(k, v);
+                    }
+                }
+            }
+        }
+        (b, o) => *b = o,
+    }
+}
+
+/// A card rendered once, ready to serve.
+#[derive(Debug, Clone)]
+pub struct ServedCard {
+    pub body: Bytes,
+    /// Strong validator over the body.
+    pub etag: String,
+}
+
+impl ServedCard {
+    fn new(value: &Value) -> Self {
+        let body = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
+        let digest = Sha256::digest(&body);
+        let etag = format!(
+            "\"{}\"",
+            digest[..12]
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+        );
+        Self { body, etag }
+    }
+
+    /// RFC 9110 §13.1.2: `*` or any listed tag matches (weak comparison).
+    pub fn matches(&self, if_none_match: &str) -> bool {
+        if_none_match
+            .split(',')
+            .map(str::trim)
+            .any(|t| t == "*" || t.trim_start_matches("W/") == self.etag)
+    }
+}
+
+/// The public card in both protocol versions, and the extended card.
+pub struct CardService {
+    pub card: AgentCard,
+    v1: ServedCard,
+    v03: ServedCard,
+    extended: Option<AgentCard>,
+    pub max_age: u32,
+    pub last_modified: DateTime<Utc>,
+}
+
+impl CardService {
+    /// `public_url` is where clients reach this server (no trailing slash needed).
+    pub fn new(
+        mut card: AgentCard,
+        extended: Option<AgentCard>,
+        public_url: &str,
+        abilities: ServerAbilities,
+        auth: &dyn Authenticator,
+        last_modified: DateTime<Utc>,
+    ) -> Self {
+        let url = public_url.trim_end_matches('/').to_string();
+        let interface = |binding: &str, version: &str| AgentInterface {
+            url: url.clone(),
+            protocol_binding: binding.into(),
+            tenant: String::new(),
+            protocol_version: version.into(),
+        };
+        // 0.3 is served over JSON-RPC only: the 0.3 REST binding used a different payload format.
+        card.supported_interfaces = vec![
+            interface("JSONRPC", "1.0"),
+            interface("HTTP+JSON", "1.0"),
+            interface("JSONRPC", "0.3"),
+        ];
+        let caps = &mut card.capabilities;
+        caps.streaming = Some(abilities.streaming && caps.streaming.unwrap_or(true));
+        caps.push_notifications =
+            Some(abilities.push_notifications && caps.push_notifications.unwrap_or(true));
+        caps.extended_agent_card = Some(caps.extended_agent_card.unwrap_or(extended.is_some()));
+        let (schemes, requirements) = auth.card_security();
+        if !schemes.is_empty() {
+            card.security_schemes.extend(schemes);
+            card.security_requirements.extend(requirements);
+        }
+        let extended = extended.map(|mut ext| {
+            ext.supported_interfaces
+                .clone_from(&card.supported_interfaces);
+            ext.capabilities = card.capabilities.clone();
+            ext.security_schemes.clone_from(&card.security_schemes);
+            ext.security_requirements
+                .clone_from(&card.security_requirements);
+            ext
+        });
+        let v1 = ServedCard::new(&serde_json::to_value(&card).unwrap_or_default());
+        let v03 = ServedCard::new(&v03::card_to_wire(&card));
+        Self {
+            card,
+            v1,
+            v03,
+            extended,
+            max_age: 300,
+            last_modified,
+        }
+    }
+
+    pub fn served(&self, version: Version) -> &ServedCard {
+        match version {
+            Version::V1_0 => &self.v1,
+            Version::V0_3 => &self.v03,
+        }
+    }
+
+    pub fn extended(&self) -> Option<&AgentCard> {
+        self.extended.as_ref()
+    }
+
+    pub fn streaming(&self) -> bool {
+        self.card.capabilities.streaming == Some(true)
+    }
+
+    pub fn push_notifications(&self) -> bool {
+        self.card.capabilities.push_notifications == Some(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn card_file_overlays_defaults_and_names_bad_fields() {
+        let card =
+            parse_card_file(r#"{"name": "Mine", "capabilities": {"streaming": false}}"#).unwrap();
+        assert_eq!(card.name, "Mine");
+        assert_eq!(card.skills[0].id, "echo");
+        assert_eq!(card.capabilities.streaming, Some(false));
+        let err = parse_card_file(r#"{"skills": [{"id": 3}]}"#).unwrap_err();
+        assert!(err.message.contains("card.skills[0].id"), "{}", err.message);
+    }
+
+    #[test]
+    fn etag_matching() {
+        let c = ServedCard::new(&serde_json::json!({"a": 1}));
+        assert!(c.matches(&c.etag));
+        assert!(c.matches(&format!("W/{}", c.etag)));
+        assert!(c.matches("\"x\", *"));
+        assert!(!c.matches("\"other\""));
+    }
+}

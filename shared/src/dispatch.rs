@@ -1,0 +1,75 @@
+//! The binding-independent call: a decoded operation in, its result out. Both bindings decode into
+//! [`Op`] and encode [`Output`] in their own wire form.
+
+use std::sync::Arc;
+
+use crate::engine::{CallContext, Engine};
+use crate::error::Result;
+use crate::ops::{self, ResponseStream};
+use crate::types::*;
+
+pub enum Op {
+    SendMessage(SendMessageRequest),
+    SendStreamingMessage(SendMessageRequest),
+    GetTask(GetTaskRequest),
+    ListTasks(ListTasksRequest),
+    CancelTask(CancelTaskRequest),
+    SubscribeToTask(SubscribeToTaskRequest),
+    CreatePushConfig(TaskPushNotificationConfig),
+    GetPushConfig(GetTaskPushNotificationConfigRequest),
+    ListPushConfigs(ListTaskPushNotificationConfigsRequest),
+    DeletePushConfig(DeleteTaskPushNotificationConfigRequest),
+    GetExtendedCard,
+}
+
+pub enum Output {
+    SendMessage(SendMessageResponse),
+    Task(Task),
+    ListTasks(ListTasksResponse),
+    PushConfig(TaskPushNotificationConfig),
+    PushConfigs(ListTaskPushNotificationConfigsResponse),
+    Empty,
+    Card(AgentCard),
+    Stream(ResponseStream),
+}
+
+pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<Output> {
+    Ok(match op {
+        Op::SendMessage(r) => Output::SendMessage(ops::send_message(engine, ctx, r).await?),
+        Op::SendStreamingMessage(r) => {
+            Output::Stream(ops::send_streaming_message(engine, ctx, r).await?)
+        }
+        Op::GetTask(r) => Output::Task(ops::get_task(engine, ctx, r).await?),
+        Op::ListTasks(r) => Output::ListTasks(ops::list_tasks(engine, ctx, r).await?),
+        Op::CancelTask(r) => Output::Task(ops::cancel_task(engine, ctx, r).await?),
+        Op::SubscribeToTask(r) => Output::Stream(ops::subscribe_to_task(engine, ctx, r).await?),
+        Op::CreatePushConfig(r) => {
+            Output::PushConfig(ops::create_push_config(engine, ctx, r).await?)
+        }
+        Op::GetPushConfig(r) => Output::PushConfig(ops::get_push_config(engine, ctx, r).await?),
+        Op::ListPushConfigs(r) => {
+            Output::PushConfigs(ops::list_push_configs(engine, ctx, r).await?)
+        }
+        Op::DeletePushConfig(r) => {
+            ops::delete_push_config(engine, ctx, r).await?;
+            Output::Empty
+        }
+        Op::GetExtendedCard => Output::Card(ops::get_extended_card(engine, ctx)?),
+    })
+}
+
+/// Decodes JSON into `T`, turning serde's complaint into InvalidParams naming the field path
+/// (`prefix.message.parts[0]`).
+pub fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value, prefix: &str) -> Result<T> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." || path.is_empty() {
+            prefix.to_string()
+        } else if prefix.is_empty() {
+            path
+        } else {
+            format!("{prefix}.{path}")
+        };
+        crate::error::A2aError::invalid_field(&field, e.inner())
+    })
+}

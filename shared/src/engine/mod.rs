@@ -1,0 +1,173 @@
+//! The engine: the ports an operation needs, the recorder that turns agent events into committed,
+//! numbered, broadcast events, the stream follower, and the task runner.
+
+mod fold;
+mod follow;
+mod runner;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::auth::{Authenticator, Principal};
+use crate::card::CardService;
+use crate::error::Result;
+use crate::ports::*;
+use crate::version::Version;
+
+pub use fold::{apply, apply_all, AgentEvent};
+pub use follow::{follow, EventStream};
+pub use runner::Runner;
+
+/// Tunables with production defaults.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// How long a blocking SendMessage waits for the turn to end before returning the task as it
+    /// stands (keep it under the API Gateway limit of 29 s in Lambda).
+    pub blocking_timeout: Duration,
+    /// How long CancelTask waits for the executor to stop before recording CANCELED itself.
+    pub cancel_timeout: Duration,
+    /// Default number of history messages in returned tasks (`None`: all).
+    pub default_history_length: Option<usize>,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        Self {
+            blocking_timeout: Duration::from_secs(60),
+            cancel_timeout: Duration::from_secs(5),
+            default_history_length: None,
+        }
+    }
+}
+
+/// Everything an operation can reach. Cheap to share behind an `Arc`.
+pub struct Engine {
+    pub store: Arc<dyn TaskStore>,
+    pub push_configs: Arc<dyn PushConfigStore>,
+    pub queue: Arc<dyn WorkQueue>,
+    pub hub: Arc<dyn StreamHub>,
+    pub clock: Arc<dyn Clock>,
+    pub auth: Arc<dyn Authenticator>,
+    pub card: Arc<CardService>,
+    pub recorder: Arc<Recorder>,
+    pub config: EngineConfig,
+}
+
+/// The ports an [`Engine`] is built from.
+pub struct EnginePorts {
+    pub store: Arc<dyn TaskStore>,
+    pub push_configs: Arc<dyn PushConfigStore>,
+    pub queue: Arc<dyn WorkQueue>,
+    pub push_queue: Option<Arc<dyn PushQueue>>,
+    pub hub: Arc<dyn StreamHub>,
+    pub clock: Arc<dyn Clock>,
+    pub auth: Arc<dyn Authenticator>,
+}
+
+impl Engine {
+    pub fn new(ports: EnginePorts, card: CardService, config: EngineConfig) -> Self {
+        let recorder = Arc::new(Recorder {
+            store: ports.store.clone(),
+            hub: ports.hub.clone(),
+            push_configs: ports.push_configs.clone(),
+            push_queue: ports.push_queue,
+            clock: ports.clock.clone(),
+        });
+        Self {
+            store: ports.store,
+            push_configs: ports.push_configs,
+            queue: ports.queue,
+            hub: ports.hub,
+            clock: ports.clock,
+            auth: ports.auth,
+            card: Arc::new(card),
+            recorder,
+            config,
+        }
+    }
+
+    /// Loads a task the caller may see. Another principal's task is "not found" (never "forbidden"),
+    /// so its existence does not leak.
+    pub async fn load_owned(&self, ctx: &CallContext, task_id: &str) -> Result<TaskRecord> {
+        match self.store.load(task_id).await? {
+            Some(rec) if rec.owner == ctx.principal.id => Ok(rec),
+            _ => Err(crate::error::A2aError::task_not_found(task_id)),
+        }
+    }
+}
+
+/// Who is calling, with which protocol version and extensions.
+#[derive(Debug, Clone)]
+pub struct CallContext {
+    pub principal: Principal,
+    pub version: Version,
+    /// Extension URIs the client activated (`A2A-Extensions`).
+    pub extensions: Vec<String>,
+    /// `Last-Event-ID` of a reconnecting stream.
+    pub last_event_id: Option<u64>,
+}
+
+impl CallContext {
+    pub fn new(principal: Principal) -> Self {
+        Self {
+            principal,
+            version: Version::V1_0,
+            extensions: Vec::new(),
+            last_event_id: None,
+        }
+    }
+}
+
+/// Commits agent events and fans them out. Shared by the runner, the executor's sink and the
+/// operations that change tasks themselves (SendMessage, CancelTask).
+pub struct Recorder {
+    store: Arc<dyn TaskStore>,
+    hub: Arc<dyn StreamHub>,
+    push_configs: Arc<dyn PushConfigStore>,
+    push_queue: Option<Arc<dyn PushQueue>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Recorder {
+    pub async fn record(&self, task_id: &str, events: Vec<AgentEvent>) -> Result<Committed> {
+        let now = self.clock.now();
+        let committed = self
+            .store
+            .update(task_id, &|rec| apply_all(rec, &events, now))
+            .await?;
+        self.fan_out(task_id, &committed).await;
+        Ok(committed)
+    }
+
+    /// Sends committed events to the streams and webhooks of the task.
+    pub async fn fan_out(&self, task_id: &str, committed: &Committed) {
+        for ev in &committed.events {
+            self.hub.publish(task_id, ev);
+        }
+        if committed.state.is_terminal() {
+            self.hub.close(task_id);
+        }
+        let Some(queue) = &self.push_queue else {
+            return;
+        };
+        let configs = match self.push_configs.list(task_id).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(task_id, error = %e, "cannot read push configs; webhooks not notified");
+                return;
+            }
+        };
+        for config in configs {
+            for event in &committed.events {
+                let job = PushJob {
+                    config: config.clone(),
+                    event: event.clone(),
+                    attempt: 1,
+                };
+                if let Err(e) = queue.enqueue(job, Duration::ZERO).await {
+                    tracing::error!(task_id, error = %e, "cannot queue push delivery");
+                }
+            }
+        }
+    }
+}

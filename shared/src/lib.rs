@@ -1,0 +1,32 @@
+//! a2a-serverless: a complete A2A (Agent2Agent) protocol server, 1.0 and 0.3, built as a set of
+//! ports so that the same engine runs embedded (memory store, in-process queue and hub), on AWS
+//! (DynamoDB + SQS behind Lambda) and at the edge.
+//!
+//! Layout: [`types`] and [`v03`] (wire model), [`error`] (one error type, one mapping), [`jsonrpc`],
+//! [`rest`] and [`sse`] (bindings), [`ops`] (one file per operation), [`ports`] and [`adapters`],
+//! [`engine`] (recorder, stream follower, runner), [`executor`] (the trait users implement).
+
+pub mod adapters;
+pub mod auth;
+pub mod card;
+pub mod dispatch;
+pub mod engine;
+pub mod error;
+pub mod executor;
+pub mod http;
+pub mod jsonrpc;
+pub mod ops;
+pub mod page_token;
+pub mod ports;
+pub mod rest;
+pub mod sse;
+pub mod types;
+pub mod v03;
+pub mod version;
+
+pub use error::{A2aError, ErrorKind, Result};
+
+#[cfg(feature = "runtime")]
+pub mod embedded;
+#[cfg(feature = "server")]
+pub mod server;

@@ -1,0 +1,25 @@
+//! GetExtendedAgentCard: JSON-RPC `GetExtendedAgentCard` (0.3 `agent/getAuthenticatedExtendedCard`),
+//! `GET /extendedAgentCard`, spec §3.1.11. Requires an authenticated principal.
+
+use crate::engine::{CallContext, Engine};
+use crate::error::{A2aError, ErrorKind, Result};
+use crate::types::AgentCard;
+
+pub fn get_extended_card(engine: &Engine, ctx: &CallContext) -> Result<AgentCard> {
+    if engine.card.card.capabilities.extended_agent_card != Some(true) {
+        return Err(A2aError::unsupported(
+            "this agent has no extended agent card (capabilities.extendedAgentCard is false)",
+        ));
+    }
+    if !ctx.principal.authenticated {
+        return Err(A2aError::unauthenticated(
+            "the extended agent card requires authentication with a scheme the card declares",
+        ));
+    }
+    engine.card.extended().cloned().ok_or_else(|| {
+        A2aError::new(
+            ErrorKind::ExtendedAgentCardNotConfigured,
+            "the agent declares an extended card but none is configured",
+        )
+    })
+}

@@ -1,0 +1,16 @@
+//! GetTask: JSON-RPC `GetTask` (0.3 `tasks/get`), `GET /tasks/{id}`, spec §3.1.3.
+
+use crate::engine::{CallContext, Engine};
+use crate::error::Result;
+use crate::types::{GetTaskRequest, Task, Validate};
+
+pub async fn get_task(engine: &Engine, ctx: &CallContext, req: GetTaskRequest) -> Result<Task> {
+    req.validate("")?;
+    let mut task = engine.load_owned(ctx, &req.id).await?.task;
+    super::trim_history(
+        &mut task,
+        req.history_length,
+        engine.config.default_history_length,
+    );
+    Ok(task)
+}

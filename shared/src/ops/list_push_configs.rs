@@ -1,0 +1,24 @@
+//! ListTaskPushNotificationConfigs: JSON-RPC `ListTaskPushNotificationConfigs`
+//! (0.3 `tasks/pushNotificationConfig/list`), `GET /tasks/{taskId}/pushNotificationConfigs`, §3.1.9.
+//! A task holds few configs, so every config comes in one page.
+
+use crate::engine::{CallContext, Engine};
+use crate::error::Result;
+use crate::types::{
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse, Validate,
+};
+
+pub async fn list_push_configs(
+    engine: &Engine,
+    ctx: &CallContext,
+    req: ListTaskPushNotificationConfigsRequest,
+) -> Result<ListTaskPushNotificationConfigsResponse> {
+    super::require_push(engine)?;
+    req.validate("")?;
+    engine.load_owned(ctx, &req.task_id).await?;
+    let configs = engine.push_configs.list(&req.task_id).await?;
+    Ok(ListTaskPushNotificationConfigsResponse {
+        configs,
+        next_page_token: String::new(),
+    })
+}

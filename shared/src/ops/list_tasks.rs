@@ -1,0 +1,60 @@
+//! ListTasks: JSON-RPC `ListTasks`, `GET /tasks`, spec §3.1.4.
+//!
+//! Only the caller's tasks, newest status first, cursor pagination with opaque tokens; artifacts are
+//! left out entirely unless `includeArtifacts`; `nextPageToken` is always present ("" at the end).
+
+use crate::engine::{CallContext, Engine};
+use crate::error::Result;
+use crate::ports::TaskQuery;
+use crate::types::{ListTasksRequest, ListTasksResponse, TaskState, Validate};
+
+pub const DEFAULT_PAGE_SIZE: usize = 50;
+pub const MAX_PAGE_SIZE: usize = 100;
+
+pub async fn list_tasks(
+    engine: &Engine,
+    ctx: &CallContext,
+    req: ListTasksRequest,
+) -> Result<ListTasksResponse> {
+    req.validate("")?;
+    let page_size = match req.page_size {
+        None | Some(0) => DEFAULT_PAGE_SIZE,
+        Some(n) => usize::try_from(n)
+            .unwrap_or(DEFAULT_PAGE_SIZE)
+            .min(MAX_PAGE_SIZE),
+    };
+    let query = TaskQuery {
+        owner: ctx.principal.id.clone(),
+        context_id: (!req.context_id.is_empty()).then(|| req.context_id.clone()),
+        status: (req.status != TaskState::Unspecified).then_some(req.status),
+        status_after: req.status_timestamp_after,
+        page_size,
+        page_token: req.page_token.clone(),
+    };
+    let page = engine.store.list(&query).await?;
+    let include_artifacts = req.include_artifacts.unwrap_or(false);
+    let tasks = page
+        .records
+        .into_iter()
+        .map(|r| {
+            let mut task = r.task;
+            if include_artifacts {
+                task.artifacts.get_or_insert_with(Vec::new);
+            } else {
+                task.artifacts = None;
+            }
+            super::trim_history(
+                &mut task,
+                req.history_length,
+                engine.config.default_history_length,
+            );
+            task
+        })
+        .collect::<Vec<_>>();
+    Ok(ListTasksResponse {
+        page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
+        total_size: i32::try_from(page.total_size).unwrap_or(i32::MAX),
+        next_page_token: page.next_page_token,
+        tasks,
+    })
+}

@@ -1,0 +1,169 @@
+//! The engine's ports: everything it needs from the platform. The memory adapters (always built)
+//! implement them for the embedded server; the AWS adapters (DynamoDB, SQS) and the edge hub
+//! implement them for production. Operations take the narrowest port they need.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+
+use crate::error::{A2aError, Result};
+use crate::types::{StreamResponse, Task, TaskPushNotificationConfig, TaskState};
+
+/// A task as stored: the protocol object plus what the server needs to own and order it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    pub task: Task,
+    /// The principal that created the task; nobody else can see it.
+    pub owner: String,
+    /// Bumped by every committed change (optimistic concurrency).
+    pub version: u64,
+    /// Sequence number of the last event in the task's event log (0: none yet).
+    pub last_seq: u64,
+    /// Set by CancelTask so that a runner in another process stops its executor.
+    pub cancel_requested: bool,
+    pub created_at: DateTime<Utc>,
+}
+
+impl TaskRecord {
+    pub fn state(&self) -> TaskState {
+        self.task.status.state
+    }
+
+    /// The status timestamp, by which ListTasks orders and filters.
+    pub fn status_time(&self) -> DateTime<Utc> {
+        self.task.status.timestamp.unwrap_or(self.created_at)
+    }
+}
+
+/// One entry of a task's event log; `seq` is gap-free and starts at 1.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventRecord {
+    pub seq: u64,
+    pub event: StreamResponse,
+}
+
+/// What a committed update produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Committed {
+    pub events: Vec<EventRecord>,
+    pub state: TaskState,
+    pub version: u64,
+}
+
+/// An update to apply atomically: it mutates the record and returns the events it generated
+/// (the store numbers them). It may run more than once when a concurrent writer wins the race,
+/// so it must be a pure function of the record it is given.
+pub type Mutation<'a> = &'a (dyn Fn(&mut TaskRecord) -> Result<Vec<StreamResponse>> + Send + Sync);
+
+/// Filters and cursor of ListTasks, already validated.
+#[derive(Debug, Clone, Default)]
+pub struct TaskQuery {
+    pub owner: String,
+    pub context_id: Option<String>,
+    pub status: Option<TaskState>,
+    pub status_after: Option<DateTime<Utc>>,
+    pub page_size: usize,
+    /// The opaque token of a previous page ("" for the first page).
+    pub page_token: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct TaskPage {
+    pub records: Vec<TaskRecord>,
+    /// "" on the last page.
+    pub next_page_token: String,
+    /// All tasks matching the filters, across pages.
+    pub total_size: usize,
+}
+
+/// Tasks, their history and their event log.
+#[async_trait]
+pub trait TaskStore: Send + Sync {
+    /// Stores a new task; fails if the id exists.
+    async fn create(&self, record: TaskRecord) -> Result<()>;
+
+    async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>>;
+
+    /// Applies `mutate` atomically (with a version check and bounded retries), appends the events it
+    /// returns to the log with the next sequence numbers, and reports what was committed.
+    async fn update(&self, task_id: &str, mutate: Mutation<'_>) -> Result<Committed>;
+
+    /// Events with `seq > after`, in order.
+    async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>>;
+
+    /// A page of the owner's tasks, newest status first.
+    async fn list(&self, query: &TaskQuery) -> Result<TaskPage>;
+}
+
+/// Push notification configs, per task.
+#[async_trait]
+pub trait PushConfigStore: Send + Sync {
+    /// Creates or replaces the config with the same (task_id, id).
+    async fn put(&self, config: TaskPushNotificationConfig) -> Result<()>;
+    async fn get(&self, task_id: &str, id: &str) -> Result<Option<TaskPushNotificationConfig>>;
+    async fn list(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>>;
+    /// Idempotent: deleting a missing config is not an error.
+    async fn delete(&self, task_id: &str, id: &str) -> Result<()>;
+}
+
+/// A job for the task runner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Job {
+    /// Run the executor for the message `message_id` of task `task_id`.
+    Execute { task_id: String, message_id: String },
+    /// Stop the executor running task `task_id`.
+    Cancel { task_id: String },
+}
+
+/// Drives task execution (in-process channel locally, SQS in production).
+#[async_trait]
+pub trait WorkQueue: Send + Sync {
+    async fn enqueue(&self, job: Job) -> Result<()>;
+}
+
+/// One webhook delivery to attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PushJob {
+    pub config: TaskPushNotificationConfig,
+    pub event: EventRecord,
+    /// 1 for the first try.
+    pub attempt: u32,
+}
+
+/// Queues webhook deliveries (with delays for retries).
+#[async_trait]
+pub trait PushQueue: Send + Sync {
+    async fn enqueue(&self, job: PushJob, delay: Duration) -> Result<()>;
+}
+
+/// Fans a task's events out to the streams open on it. Delivery is best-effort: subscribers read
+/// the store's event log to fill any gap, so a hub may drop events but never reorder them.
+pub trait StreamHub: Send + Sync {
+    fn publish(&self, task_id: &str, event: &EventRecord);
+    /// Live events of the task from now on.
+    fn subscribe(&self, task_id: &str) -> BoxStream<'static, HubMessage>;
+    /// The task ended: release what the hub holds for it.
+    fn close(&self, task_id: &str);
+}
+
+/// What a hub subscription yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HubMessage {
+    Event(EventRecord),
+    /// Events were dropped for this subscriber; read the store to catch up.
+    Lagged,
+}
+
+/// Wall time and timers, so the engine runs on tokio, in Lambda and in a worker alike.
+pub trait Clock: Send + Sync {
+    fn now(&self) -> DateTime<Utc>;
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+}
+
+/// Shorthand used by adapters when a backend fails.
+pub fn backend_error(what: &str, e: impl std::fmt::Display) -> A2aError {
+    A2aError::internal(format!("{what}: {e}"))
+}

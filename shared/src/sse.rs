@@ -1,0 +1,84 @@
+//! Server-Sent Events framing: `id:` carries the task's event sequence number so that a client can
+//! resume with `Last-Event-ID`; `: keep-alive` comments keep idle connections open.
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+
+pub const CONTENT_TYPE: &str = "text/event-stream";
+pub const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
+/// Interval between keep-alive comments on an idle stream.
+pub const KEEP_ALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// One SSE event. `data` must be a single line (compact JSON is).
+pub fn frame(id: Option<u64>, event: Option<&str>, data: &str) -> Bytes {
+    let mut out = String::with_capacity(data.len() + 32);
+    if let Some(id) = id {
+        out.push_str("id: ");
+        out.push_str(&id.to_string());
+        out.push('\n');
+    }
+    if let Some(event) = event {
+        out.push_str("event: ");
+        out.push_str(event);
+        out.push('\n');
+    }
+    for line in data.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
+    Bytes::from(out)
+}
+
+/// Parses `Last-Event-ID` (a decimal sequence number; anything else is ignored).
+pub fn last_event_id(headers: &http::HeaderMap) -> Option<u64> {
+    headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Interleaves keep-alive comments into an SSE byte stream whenever it is idle for `every`.
+#[cfg(feature = "runtime")]
+pub fn with_keepalive(
+    inner: BoxStream<'static, Bytes>,
+    every: std::time::Duration,
+) -> BoxStream<'static, Bytes> {
+    use futures::StreamExt;
+    let state = (inner, false);
+    futures::stream::unfold(state, move |(mut inner, done)| async move {
+        if done {
+            return None;
+        }
+        match tokio::time::timeout(every, inner.next()).await {
+            Ok(Some(bytes)) => Some((bytes, (inner, false))),
+            Ok(None) => None,
+            Err(_) => Some((Bytes::from_static(KEEP_ALIVE), (inner, false))),
+        }
+    })
+    .boxed()
+}
+
+/// Without a runtime there is no timer: the stream passes through unchanged.
+#[cfg(not(feature = "runtime"))]
+pub fn with_keepalive(
+    inner: BoxStream<'static, Bytes>,
+    _every: std::time::Duration,
+) -> BoxStream<'static, Bytes> {
+    inner
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames() {
+        assert_eq!(&frame(Some(3), None, "{}")[..], b"id: 3\ndata: {}\n\n");
+        assert_eq!(
+            &frame(None, Some("error"), "a\nb")[..],
+            b"event: error\ndata: a\ndata: b\n\n"
+        );
+    }
+}

@@ -1,0 +1,510 @@
+//! Task, Message, Part, Artifact, the streaming events and the one-of response wrappers.
+
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use serde::de::{self, Deserializer};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::serde_helpers::{base64_bytes, is_false, opt_timestamp};
+use super::Struct;
+
+/// Generates a string enum that serializes by its proto name and also reads the proto number.
+macro_rules! proto_enum {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident = $num:literal => $wire:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        pub enum $name {
+            #[default]
+            $($variant),+
+        }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The ProtoJSON name, e.g. `TASK_STATE_WORKING`.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $wire),+ }
+            }
+
+            pub fn number(self) -> i32 {
+                match self { $($name::$variant => $num),+ }
+            }
+
+            pub fn from_number(n: i64) -> Option<Self> {
+                match n { $($num => Some($name::$variant),)+ _ => None }
+            }
+
+            pub fn from_name(s: &str) -> Option<Self> {
+                match s { $($wire => Some($name::$variant),)+ _ => None }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                match Value::deserialize(d)? {
+                    Value::String(s) => $name::from_name(&s).ok_or_else(|| {
+                        de::Error::custom(format!(
+                            "unknown {} {:?}; expected one of {}",
+                            stringify!($name),
+                            s,
+                            [$($wire),+].join(", ")
+                        ))
+                    }),
+                    Value::Number(n) => n
+                        .as_i64()
+                        .and_then($name::from_number)
+                        .ok_or_else(|| de::Error::custom(format!("unknown {} number {n}", stringify!($name)))),
+                    other => Err(de::Error::custom(format!(
+                        "expected a {} name, got {}",
+                        stringify!($name),
+                        other
+                    ))),
+                }
+            }
+        }
+    };
+}
+
+proto_enum!(
+    /// The lifecycle state of a task.
+    TaskState {
+        Unspecified = 0 => "TASK_STATE_UNSPECIFIED",
+        Submitted = 1 => "TASK_STATE_SUBMITTED",
+        Working = 2 => "TASK_STATE_WORKING",
+        Completed = 3 => "TASK_STATE_COMPLETED",
+        Failed = 4 => "TASK_STATE_FAILED",
+        Canceled = 5 => "TASK_STATE_CANCELED",
+        InputRequired = 6 => "TASK_STATE_INPUT_REQUIRED",
+        Rejected = 7 => "TASK_STATE_REJECTED",
+        AuthRequired = 8 => "TASK_STATE_AUTH_REQUIRED",
+    }
+);
+
+impl TaskState {
+    /// Completed, failed, canceled or rejected: no further change is possible.
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            Self::Completed | Self::Failed | Self::Canceled | Self::Rejected
+        )
+    }
+
+    /// Waiting on the client (input or authorization).
+    pub fn is_interrupted(self) -> bool {
+        matches!(self, Self::InputRequired | Self::AuthRequired)
+    }
+
+    /// A blocking SendMessage returns and a stream closes at these states.
+    pub fn ends_turn(self) -> bool {
+        self.is_terminal() || self.is_interrupted()
+    }
+
+    /// The short lower-case form used by 0.3 and by REST query parameters (`input-required`).
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Self::Unspecified => "unknown",
+            Self::Submitted => "submitted",
+            Self::Working => "working",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Canceled => "canceled",
+            Self::InputRequired => "input-required",
+            Self::Rejected => "rejected",
+            Self::AuthRequired => "auth-required",
+        }
+    }
+
+    /// Reads the ProtoJSON name, the 0.3 kebab form, or the snake variant (`input_required`).
+    pub fn parse_lenient(raw: &str) -> Option<Self> {
+        if let Some(s) = Self::from_name(raw) {
+            return Some(s);
+        }
+        let norm = raw.trim().to_ascii_lowercase().replace('_', "-");
+        let norm = norm.strip_prefix("task-state-").unwrap_or(&norm);
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|s| s.short_name() == norm || (norm == "unspecified" && *s == Self::Unspecified))
+    }
+}
+
+proto_enum!(
+    /// Who sent a message.
+    Role {
+        Unspecified = 0 => "ROLE_UNSPECIFIED",
+        User = 1 => "ROLE_USER",
+        Agent = 2 => "ROLE_AGENT",
+    }
+);
+
+/// The content of a part: exactly one of these members is present on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PartContent {
+    Text(String),
+    /// Inline bytes, base64 on the wire.
+    Raw(Vec<u8>),
+    Url(String),
+    /// Any JSON value (`google.protobuf.Value`).
+    Data(Value),
+}
+
+/// The smallest unit of content in a Message or Artifact.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    pub content: PartContent,
+    pub metadata: Option<Struct>,
+    pub filename: String,
+    pub media_type: String,
+}
+
+impl Part {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(PartContent::Text(text.into()))
+    }
+
+    pub fn raw(bytes: impl Into<Vec<u8>>) -> Self {
+        Self::new(PartContent::Raw(bytes.into()))
+    }
+
+    pub fn url(url: impl Into<String>) -> Self {
+        Self::new(PartContent::Url(url.into()))
+    }
+
+    pub fn data(value: Value) -> Self {
+        Self::new(PartContent::Data(value))
+    }
+
+    pub fn new(content: PartContent) -> Self {
+        Self {
+            content,
+            metadata: None,
+            filename: String::new(),
+            media_type: String::new(),
+        }
+    }
+
+    pub fn with_filename(mut self, name: impl Into<String>) -> Self {
+        self.filename = name.into();
+        self
+    }
+
+    pub fn with_media_type(mut self, media_type: impl Into<String>) -> Self {
+        self.media_type = media_type.into();
+        self
+    }
+
+    pub fn as_text(&self) -> Option<&str> {
+        match &self.content {
+            PartContent::Text(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+impl Serialize for Part {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(None)?;
+        match &self.content {
+            PartContent::Text(t) => map.serialize_entry("text", t)?,
+            PartContent::Raw(b) => map.serialize_entry("raw", &base64_bytes::encode(b))?,
+            PartContent::Url(u) => map.serialize_entry("url", u)?,
+            PartContent::Data(v) => map.serialize_entry("data", v)?,
+        }
+        if let Some(m) = &self.metadata {
+            map.serialize_entry("metadata", m)?;
+        }
+        if !self.filename.is_empty() {
+            map.serialize_entry("filename", &self.filename)?;
+        }
+        if !self.media_type.is_empty() {
+            map.serialize_entry("mediaType", &self.media_type)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Part {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Wire {
+            text: Option<String>,
+            raw: Option<String>,
+            url: Option<String>,
+            #[serde(default, deserialize_with = "present_value")]
+            data: Option<Value>,
+            metadata: Option<Struct>,
+            #[serde(default)]
+            filename: String,
+            #[serde(default, alias = "media_type")]
+            media_type: String,
+            #[serde(default, rename = "mediaType")]
+            media_type_camel: Option<String>,
+        }
+        let w = Wire::deserialize(d)?;
+        let mut members = Vec::with_capacity(1);
+        if let Some(t) = w.text {
+            members.push(PartContent::Text(t));
+        }
+        if let Some(r) = w.raw {
+            members.push(PartContent::Raw(
+                base64_bytes::decode(&r).map_err(|e| de::Error::custom(format!("raw: {e}")))?,
+            ));
+        }
+        if let Some(u) = w.url {
+            members.push(PartContent::Url(u));
+        }
+        if let Some(v) = w.data {
+            members.push(PartContent::Data(v));
+        }
+        if members.len() != 1 {
+            return Err(de::Error::custom(format!(
+                "a part must have exactly one of text, raw, url, data (found {})",
+                members.len()
+            )));
+        }
+        let content = members
+            .pop()
+            .ok_or_else(|| de::Error::custom("empty part"))?;
+        Ok(Part {
+            content,
+            metadata: w.metadata,
+            filename: w.filename,
+            media_type: w.media_type_camel.unwrap_or(w.media_type),
+        })
+    }
+}
+
+/// Distinguishes `"data": null` (present, a JSON null) from a missing `data`.
+fn present_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// One communication turn between client and agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    #[serde(alias = "message_id")]
+    pub message_id: String,
+    #[serde(
+        default,
+        alias = "context_id",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub context_id: String,
+    #[serde(default, alias = "task_id", skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    pub role: Role,
+    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+    #[serde(
+        default,
+        alias = "reference_task_ids",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub reference_task_ids: Vec<String>,
+}
+
+impl Message {
+    pub fn new(role: Role, parts: Vec<Part>) -> Self {
+        Self {
+            message_id: uuid::Uuid::new_v4().to_string(),
+            context_id: String::new(),
+            task_id: String::new(),
+            role,
+            parts,
+            metadata: None,
+            extensions: Vec::new(),
+            reference_task_ids: Vec::new(),
+        }
+    }
+
+    pub fn agent_text(text: impl Into<String>) -> Self {
+        Self::new(Role::Agent, vec![Part::text(text)])
+    }
+
+    pub fn user_text(text: impl Into<String>) -> Self {
+        Self::new(Role::User, vec![Part::text(text)])
+    }
+
+    /// All text parts joined by newlines.
+    pub fn text(&self) -> String {
+        self.parts
+            .iter()
+            .filter_map(Part::as_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// An output of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    #[serde(alias = "artifact_id")]
+    pub artifact_id: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub description: String,
+    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+}
+
+impl Artifact {
+    pub fn new(parts: Vec<Part>) -> Self {
+        Self {
+            artifact_id: uuid::Uuid::new_v4().to_string(),
+            name: String::new(),
+            description: String::new(),
+            parts,
+            metadata: None,
+            extensions: Vec::new(),
+        }
+    }
+
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.artifact_id = id.into();
+        self
+    }
+
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+}
+
+/// A task's state at a point in time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskStatus {
+    pub state: TaskState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    #[serde(
+        default,
+        with = "opt_timestamp",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timestamp: Option<DateTime<Utc>>,
+}
+
+impl TaskStatus {
+    pub fn new(state: TaskState, at: DateTime<Utc>) -> Self {
+        Self {
+            state,
+            message: None,
+            timestamp: Some(at),
+        }
+    }
+}
+
+/// The unit of work.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub id: String,
+    #[serde(
+        default,
+        alias = "context_id",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub context_id: String,
+    pub status: TaskStatus,
+    /// `None` leaves the field out entirely (ListTasks without `includeArtifacts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Vec<Artifact>>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub history: Vec<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+/// A change of a task's status, as streamed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskStatusUpdateEvent {
+    #[serde(alias = "task_id")]
+    pub task_id: String,
+    #[serde(alias = "context_id")]
+    pub context_id: String,
+    pub status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+/// A new or updated artifact, as streamed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskArtifactUpdateEvent {
+    #[serde(alias = "task_id")]
+    pub task_id: String,
+    #[serde(alias = "context_id")]
+    pub context_id: String,
+    pub artifact: Artifact,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub append: bool,
+    #[serde(default, alias = "last_chunk", skip_serializing_if = "is_false")]
+    pub last_chunk: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+/// `SendMessageResponse`: a one-of of `task` and `message`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SendMessageResponse {
+    Task(Task),
+    Message(Message),
+}
+
+/// `StreamResponse`: exactly one of `task`, `message`, `statusUpdate`, `artifactUpdate`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum StreamResponse {
+    Task(Task),
+    Message(Message),
+    #[serde(alias = "status_update")]
+    StatusUpdate(TaskStatusUpdateEvent),
+    #[serde(alias = "artifact_update")]
+    ArtifactUpdate(TaskArtifactUpdateEvent),
+}
+
+impl StreamResponse {
+    /// The state this event moves its task to, if it is a status event or a task snapshot.
+    pub fn state(&self) -> Option<TaskState> {
+        match self {
+            Self::Task(t) => Some(t.status.state),
+            Self::StatusUpdate(u) => Some(u.status.state),
+            _ => None,
+        }
+    }
+
+    pub fn task_id(&self) -> &str {
+        match self {
+            Self::Task(t) => &t.id,
+            Self::Message(m) => &m.task_id,
+            Self::StatusUpdate(u) => &u.task_id,
+            Self::ArtifactUpdate(u) => &u.task_id,
+        }
+    }
+}

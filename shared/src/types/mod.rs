@@ -1,0 +1,18 @@
+//! A2A 1.0 data model (`lf.a2a.v1`, `a2a-v1.0.1.proto`) serialized as ProtoJSON: camelCase field names,
+//! enums by name, timestamps as ISO-8601 UTC with milliseconds, default values omitted on output,
+//! unknown fields ignored on input. Parsers also accept the proto (snake_case) field names, as ProtoJSON
+//! requires. `validate` checks the proto's `REQUIRED` field behaviours and names the offending field.
+
+mod card;
+mod core;
+mod requests;
+pub mod serde_helpers;
+mod validate;
+
+pub use self::card::*;
+pub use self::core::*;
+pub use self::requests::*;
+pub use self::validate::Validate;
+
+/// `google.protobuf.Struct`: a JSON object.
+pub type Struct = serde_json::Map<String, serde_json::Value>;

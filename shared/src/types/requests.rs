@@ -1,0 +1,219 @@
+//! Request and response messages of the `A2AService` RPCs, and push notification configs.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::serde_helpers::{i32_lenient, is_false, is_zero, opt_i32, opt_timestamp};
+use super::{Message, Struct, Task, TaskState};
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageConfiguration {
+    #[serde(
+        default,
+        alias = "accepted_output_modes",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub accepted_output_modes: Vec<String>,
+    #[serde(
+        default,
+        alias = "task_push_notification_config",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub task_push_notification_config: Option<TaskPushNotificationConfig>,
+    #[serde(
+        default,
+        alias = "history_length",
+        with = "opt_i32",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub history_length: Option<i32>,
+    #[serde(
+        default,
+        alias = "return_immediately",
+        skip_serializing_if = "is_false"
+    )]
+    pub return_immediately: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<SendMessageConfiguration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetTaskRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub id: String,
+    #[serde(
+        default,
+        alias = "history_length",
+        with = "opt_i32",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub history_length: Option<i32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    #[serde(
+        default,
+        alias = "context_id",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub context_id: String,
+    #[serde(default, skip_serializing_if = "is_unspecified")]
+    pub status: TaskState,
+    #[serde(
+        default,
+        alias = "page_size",
+        with = "opt_i32",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub page_size: Option<i32>,
+    #[serde(
+        default,
+        alias = "page_token",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub page_token: String,
+    #[serde(
+        default,
+        alias = "history_length",
+        with = "opt_i32",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub history_length: Option<i32>,
+    #[serde(
+        default,
+        alias = "status_timestamp_after",
+        with = "opt_timestamp",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub status_timestamp_after: Option<DateTime<Utc>>,
+    #[serde(
+        default,
+        alias = "include_artifacts",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub include_artifacts: Option<bool>,
+}
+
+fn is_unspecified(s: &TaskState) -> bool {
+    *s == TaskState::Unspecified
+}
+
+/// `nextPageToken`, `pageSize` and `totalSize` are always written (REQUIRED), even when empty or zero.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksResponse {
+    pub tasks: Vec<Task>,
+    pub next_page_token: String,
+    #[serde(with = "i32_lenient")]
+    pub page_size: i32,
+    #[serde(with = "i32_lenient")]
+    pub total_size: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelTaskRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscribeToTaskRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    pub id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetTaskPushNotificationConfigRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    #[serde(alias = "task_id")]
+    pub task_id: String,
+    pub id: String,
+}
+
+pub type DeleteTaskPushNotificationConfigRequest = GetTaskPushNotificationConfigRequest;
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTaskPushNotificationConfigsRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    #[serde(alias = "task_id")]
+    pub task_id: String,
+    #[serde(
+        default,
+        alias = "page_size",
+        with = "i32_lenient",
+        skip_serializing_if = "is_zero"
+    )]
+    pub page_size: i32,
+    #[serde(
+        default,
+        alias = "page_token",
+        skip_serializing_if = "String::is_empty"
+    )]
+    pub page_token: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTaskPushNotificationConfigsResponse {
+    pub configs: Vec<TaskPushNotificationConfig>,
+    #[serde(default)]
+    pub next_page_token: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct GetExtendedAgentCardRequest {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+}
+
+/// Authentication the agent uses when calling a webhook.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuthenticationInfo {
+    pub scheme: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub credentials: String,
+}
+
+/// A webhook registered for a task's updates.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfig {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub tenant: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
+    #[serde(default, alias = "task_id", skip_serializing_if = "String::is_empty")]
+    pub task_id: String,
+    pub url: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<AuthenticationInfo>,
+}

@@ -1,0 +1,767 @@
+//! The A2A 0.3 wire forms (seed 001, `a2a-v0.3.0.schema.json`) and their conversion to and from the
+//! 1.0 model: `kind`-tagged parts (`text`, `file` with `bytes` | `uri`, `data`), results and events
+//! (`task`, `message`, `status-update` with `final`, `artifact-update`), kebab-case states, roles
+//! `user` / `agent`, and the 0.3 card (`url`, `preferredTransport`, `additionalInterfaces`).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{A2aError, Result};
+use crate::types::serde_helpers::{base64_bytes, is_false, opt_i32};
+use crate::types::{self as v1, PartContent, Struct};
+
+// ---------------------------------------------------------------------------------------------
+// Parts, messages, tasks, events
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Part {
+    Text {
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Struct>,
+    },
+    File {
+        file: FileContent,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Struct>,
+    },
+    Data {
+        data: Value,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Struct>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileContent {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+fn opt(s: &str) -> Option<String> {
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+impl From<&v1::Part> for Part {
+    fn from(p: &v1::Part) -> Self {
+        let metadata = p.metadata.clone();
+        let file = |bytes, uri| Part::File {
+            file: FileContent {
+                bytes,
+                uri,
+                mime_type: opt(&p.media_type),
+                name: opt(&p.filename),
+            },
+            metadata: metadata.clone(),
+        };
+        match &p.content {
+            PartContent::Text(t) => Part::Text {
+                text: t.clone(),
+                metadata,
+            },
+            PartContent::Raw(b) => file(Some(base64_bytes::encode(b)), None),
+            PartContent::Url(u) => file(None, Some(u.clone())),
+            PartContent::Data(d) => Part::Data {
+                data: d.clone(),
+                metadata,
+            },
+        }
+    }
+}
+
+impl Part {
+    fn into_v1(self, path: &str) -> Result<v1::Part> {
+        Ok(match self {
+            Part::Text { text, metadata } => v1::Part {
+                metadata,
+                ..v1::Part::text(text)
+            },
+            Part::Data { data, metadata } => v1::Part {
+                metadata,
+                ..v1::Part::data(data)
+            },
+            Part::File { file, metadata } => {
+                let content = match (file.bytes, file.uri) {
+                    (Some(b), None) => {
+                        PartContent::Raw(base64_bytes::decode(&b).map_err(|e| {
+                            A2aError::invalid_field(&format!("{path}.file.bytes"), e)
+                        })?)
+                    }
+                    (None, Some(u)) => PartContent::Url(u),
+                    _ => {
+                        return Err(A2aError::invalid_field(
+                            &format!("{path}.file"),
+                            "must have exactly one of bytes, uri",
+                        ))
+                    }
+                };
+                v1::Part {
+                    content,
+                    metadata,
+                    filename: file.name.unwrap_or_default(),
+                    media_type: file.mime_type.unwrap_or_default(),
+                }
+            }
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Agent,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Message {
+    #[serde(default)]
+    pub kind: MessageKind,
+    pub message_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    pub role: Role,
+    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_task_ids: Vec<String>,
+}
+
+/// The `kind` discriminator of a message; tolerated when absent on input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageKind {
+    #[default]
+    Message,
+}
+
+impl From<&v1::Message> for Message {
+    fn from(m: &v1::Message) -> Self {
+        Self {
+            kind: MessageKind::Message,
+            message_id: m.message_id.clone(),
+            context_id: opt(&m.context_id),
+            task_id: opt(&m.task_id),
+            role: if m.role == v1::Role::Agent {
+                Role::Agent
+            } else {
+                Role::User
+            },
+            parts: m.parts.iter().map(Part::from).collect(),
+            metadata: m.metadata.clone(),
+            extensions: m.extensions.clone(),
+            reference_task_ids: m.reference_task_ids.clone(),
+        }
+    }
+}
+
+impl Message {
+    pub fn into_v1(self, path: &str) -> Result<v1::Message> {
+        let parts = self
+            .parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| p.into_v1(&format!("{path}.parts[{i}]")))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(v1::Message {
+            message_id: self.message_id,
+            context_id: self.context_id.unwrap_or_default(),
+            task_id: self.task_id.unwrap_or_default(),
+            role: match self.role {
+                Role::User => v1::Role::User,
+                Role::Agent => v1::Role::Agent,
+            },
+            parts,
+            metadata: self.metadata,
+            extensions: self.extensions,
+            reference_task_ids: self.reference_task_ids,
+        })
+    }
+}
+
+/// 0.3 task states (kebab-case), including the 0.3-only `unknown`.
+pub fn state_to_wire(s: v1::TaskState) -> &'static str {
+    s.short_name()
+}
+
+pub fn state_from_wire(s: &str) -> Option<v1::TaskState> {
+    match s {
+        "unknown" => Some(v1::TaskState::Unspecified),
+        other => v1::TaskState::ALL
+            .iter()
+            .copied()
+            .find(|st| st.short_name() == other),
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskStatus {
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<Message>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp: Option<String>,
+}
+
+impl From<&v1::TaskStatus> for TaskStatus {
+    fn from(s: &v1::TaskStatus) -> Self {
+        Self {
+            state: state_to_wire(s.state).to_string(),
+            message: s.message.as_ref().map(Message::from),
+            timestamp: s
+                .timestamp
+                .as_ref()
+                .map(v1::serde_helpers::timestamp::format),
+        }
+    }
+}
+
+impl TaskStatus {
+    fn into_v1(self, path: &str) -> Result<v1::TaskStatus> {
+        Ok(v1::TaskStatus {
+            state: state_from_wire(&self.state).ok_or_else(|| {
+                A2aError::invalid_field(
+                    &format!("{path}.state"),
+                    format!("unknown state {:?}", self.state),
+                )
+            })?,
+            message: self
+                .message
+                .map(|m| m.into_v1(&format!("{path}.message")))
+                .transpose()?,
+            timestamp: self
+                .timestamp
+                .map(|t| v1::serde_helpers::timestamp::parse(&t))
+                .transpose()
+                .map_err(|e| A2aError::invalid_field(&format!("{path}.timestamp"), e))?,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Artifact {
+    pub artifact_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+}
+
+impl From<&v1::Artifact> for Artifact {
+    fn from(a: &v1::Artifact) -> Self {
+        Self {
+            artifact_id: a.artifact_id.clone(),
+            name: opt(&a.name),
+            description: opt(&a.description),
+            parts: a.parts.iter().map(Part::from).collect(),
+            metadata: a.metadata.clone(),
+            extensions: a.extensions.clone(),
+        }
+    }
+}
+
+impl Artifact {
+    fn into_v1(self, path: &str) -> Result<v1::Artifact> {
+        let parts = self
+            .parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, p)| p.into_v1(&format!("{path}.parts[{i}]")))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(v1::Artifact {
+            artifact_id: self.artifact_id,
+            name: self.name.unwrap_or_default(),
+            description: self.description.unwrap_or_default(),
+            parts,
+            metadata: self.metadata,
+            extensions: self.extensions,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    pub id: String,
+    pub context_id: String,
+    pub status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Vec<Artifact>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history: Option<Vec<Message>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+impl From<&v1::Task> for Task {
+    fn from(t: &v1::Task) -> Self {
+        Self {
+            id: t.id.clone(),
+            context_id: t.context_id.clone(),
+            status: TaskStatus::from(&t.status),
+            artifacts: t
+                .artifacts
+                .as_ref()
+                .map(|a| a.iter().map(Artifact::from).collect()),
+            history: (!t.history.is_empty()).then(|| t.history.iter().map(Message::from).collect()),
+            metadata: t.metadata.clone(),
+        }
+    }
+}
+
+impl Task {
+    fn into_v1(self, path: &str) -> Result<v1::Task> {
+        Ok(v1::Task {
+            id: self.id,
+            context_id: self.context_id,
+            status: self.status.into_v1(&format!("{path}.status"))?,
+            artifacts: self
+                .artifacts
+                .map(|a| {
+                    a.into_iter()
+                        .enumerate()
+                        .map(|(i, a)| a.into_v1(&format!("{path}.artifacts[{i}]")))
+                        .collect()
+                })
+                .transpose()?,
+            history: self
+                .history
+                .unwrap_or_default()
+                .into_iter()
+                .enumerate()
+                .map(|(i, m)| m.into_v1(&format!("{path}.history[{i}]")))
+                .collect::<Result<_>>()?,
+            metadata: self.metadata,
+        })
+    }
+}
+
+/// A 0.3 result or stream event, tagged by `kind`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Event {
+    Task(Task),
+    Message(MessageBody),
+    StatusUpdate(StatusUpdate),
+    ArtifactUpdate(ArtifactUpdate),
+}
+
+/// A message without its own `kind` (the enum's tag provides it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageBody {
+    pub message_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    pub role: Role,
+    pub parts: Vec<Part>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extensions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reference_task_ids: Vec<String>,
+}
+
+impl From<Message> for MessageBody {
+    fn from(m: Message) -> Self {
+        Self {
+            message_id: m.message_id,
+            context_id: m.context_id,
+            task_id: m.task_id,
+            role: m.role,
+            parts: m.parts,
+            metadata: m.metadata,
+            extensions: m.extensions,
+            reference_task_ids: m.reference_task_ids,
+        }
+    }
+}
+
+impl From<MessageBody> for Message {
+    fn from(m: MessageBody) -> Self {
+        Self {
+            kind: MessageKind::Message,
+            message_id: m.message_id,
+            context_id: m.context_id,
+            task_id: m.task_id,
+            role: m.role,
+            parts: m.parts,
+            metadata: m.metadata,
+            extensions: m.extensions,
+            reference_task_ids: m.reference_task_ids,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StatusUpdate {
+    pub task_id: String,
+    pub context_id: String,
+    pub status: TaskStatus,
+    #[serde(rename = "final", default)]
+    pub is_final: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ArtifactUpdate {
+    pub task_id: String,
+    pub context_id: String,
+    pub artifact: Artifact,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub append: bool,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub last_chunk: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+impl From<&v1::StreamResponse> for Event {
+    fn from(ev: &v1::StreamResponse) -> Self {
+        match ev {
+            v1::StreamResponse::Task(t) => Event::Task(Task::from(t)),
+            v1::StreamResponse::Message(m) => Event::Message(Message::from(m).into()),
+            v1::StreamResponse::StatusUpdate(u) => Event::StatusUpdate(StatusUpdate {
+                task_id: u.task_id.clone(),
+                context_id: u.context_id.clone(),
+                status: TaskStatus::from(&u.status),
+                is_final: u.status.state.ends_turn(),
+                metadata: u.metadata.clone(),
+            }),
+            v1::StreamResponse::ArtifactUpdate(u) => Event::ArtifactUpdate(ArtifactUpdate {
+                task_id: u.task_id.clone(),
+                context_id: u.context_id.clone(),
+                artifact: Artifact::from(&u.artifact),
+                append: u.append,
+                last_chunk: u.last_chunk,
+                metadata: u.metadata.clone(),
+            }),
+        }
+    }
+}
+
+impl Event {
+    pub fn into_v1(self) -> Result<v1::StreamResponse> {
+        Ok(match self {
+            Event::Task(t) => v1::StreamResponse::Task(t.into_v1("task")?),
+            Event::Message(m) => v1::StreamResponse::Message(Message::from(m).into_v1("message")?),
+            Event::StatusUpdate(u) => v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
+                task_id: u.task_id,
+                context_id: u.context_id,
+                status: u.status.into_v1("status")?,
+                metadata: u.metadata,
+            }),
+            Event::ArtifactUpdate(u) => {
+                v1::StreamResponse::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
+                    task_id: u.task_id,
+                    context_id: u.context_id,
+                    artifact: u.artifact.into_v1("artifact")?,
+                    append: u.append,
+                    last_chunk: u.last_chunk,
+                    metadata: u.metadata,
+                })
+            }
+        })
+    }
+}
+
+/// `message/send` result: a task or a message, tagged by `kind`.
+pub fn send_result(r: &v1::SendMessageResponse) -> Event {
+    match r {
+        v1::SendMessageResponse::Task(t) => Event::Task(Task::from(t)),
+        v1::SendMessageResponse::Message(m) => Event::Message(Message::from(m).into()),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Request parameters
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushAuthentication {
+    #[serde(default)]
+    pub schemes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credentials: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushNotificationConfig {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    pub url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authentication: Option<PushAuthentication>,
+}
+
+impl PushNotificationConfig {
+    pub fn into_v1(self, task_id: String) -> v1::TaskPushNotificationConfig {
+        v1::TaskPushNotificationConfig {
+            tenant: String::new(),
+            id: self.id.unwrap_or_default(),
+            task_id,
+            url: self.url,
+            token: self.token.unwrap_or_default(),
+            authentication: self.authentication.map(|a| v1::AuthenticationInfo {
+                scheme: a.schemes.into_iter().next().unwrap_or_default(),
+                credentials: a.credentials.unwrap_or_default(),
+            }),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfig {
+    pub task_id: String,
+    pub push_notification_config: PushNotificationConfig,
+}
+
+impl From<&v1::TaskPushNotificationConfig> for TaskPushNotificationConfig {
+    fn from(c: &v1::TaskPushNotificationConfig) -> Self {
+        Self {
+            task_id: c.task_id.clone(),
+            push_notification_config: PushNotificationConfig {
+                id: opt(&c.id),
+                url: c.url.clone(),
+                token: opt(&c.token),
+                authentication: c.authentication.as_ref().map(|a| PushAuthentication {
+                    schemes: vec![a.scheme.clone()],
+                    credentials: opt(&a.credentials),
+                }),
+            },
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendConfiguration {
+    #[serde(default)]
+    pub accepted_output_modes: Vec<String>,
+    /// 0.3 defaults to blocking when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocking: Option<bool>,
+    #[serde(default, with = "opt_i32", skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notification_config: Option<PushNotificationConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageSendParams {
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<SendConfiguration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+impl MessageSendParams {
+    pub fn into_v1(self) -> Result<v1::SendMessageRequest> {
+        let message = self.message.into_v1("message")?;
+        let configuration = self.configuration.map(|c| v1::SendMessageConfiguration {
+            accepted_output_modes: c.accepted_output_modes,
+            task_push_notification_config: c
+                .push_notification_config
+                .map(|p| p.into_v1(message.task_id.clone())),
+            history_length: c.history_length,
+            return_immediately: c.blocking == Some(false),
+        });
+        Ok(v1::SendMessageRequest {
+            tenant: String::new(),
+            message,
+            configuration,
+            metadata: self.metadata,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskQueryParams {
+    pub id: String,
+    #[serde(default, with = "opt_i32", skip_serializing_if = "Option::is_none")]
+    pub history_length: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskIdParams {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+/// `tasks/pushNotificationConfig/get` and `/delete`: `id` is the task, the config id is optional
+/// for `get` (0.3 allowed omitting it when a task has one config).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushConfigParams {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub push_notification_config_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Struct>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Agent card
+// ---------------------------------------------------------------------------------------------
+
+/// The 0.3 form of a card, with the 1.0 `supportedInterfaces` kept alongside so that a 1.0 client
+/// that did not send `A2A-Version` still finds the 1.0 endpoints.
+pub fn card_to_wire(card: &v1::AgentCard) -> Value {
+    use serde_json::json;
+    let jsonrpc_url = card
+        .supported_interfaces
+        .iter()
+        .find(|i| i.protocol_binding == "JSONRPC")
+        .or_else(|| card.supported_interfaces.first())
+        .map(|i| i.url.clone())
+        .unwrap_or_default();
+    let additional: Vec<Value> = card
+        .supported_interfaces
+        .iter()
+        .filter(|i| i.protocol_version.starts_with("0.3"))
+        .map(|i| json!({"url": i.url, "transport": i.protocol_binding}))
+        .collect();
+    let schemes: serde_json::Map<String, Value> = card
+        .security_schemes
+        .iter()
+        .map(|(name, s)| (name.clone(), security_scheme_to_wire(s)))
+        .collect();
+    let security: Vec<Value> = card
+        .security_requirements
+        .iter()
+        .map(|r| {
+            Value::Object(
+                r.schemes
+                    .iter()
+                    .map(|(k, v)| (k.clone(), json!(v.list)))
+                    .collect(),
+            )
+        })
+        .collect();
+    let mut out = json!({
+        "protocolVersion": "0.3.0",
+        "name": card.name,
+        "description": card.description,
+        "url": jsonrpc_url,
+        "preferredTransport": "JSONRPC",
+        "additionalInterfaces": additional,
+        "version": card.version,
+        "capabilities": {
+            "streaming": card.capabilities.streaming.unwrap_or(false),
+            "pushNotifications": card.capabilities.push_notifications.unwrap_or(false),
+            "stateTransitionHistory": false,
+        },
+        "defaultInputModes": card.default_input_modes,
+        "defaultOutputModes": card.default_output_modes,
+        "skills": card.skills.iter().map(|s| {
+            let mut skill = json!({"id": s.id, "name": s.name, "description": s.description, "tags": s.tags});
+            if !s.examples.is_empty() { skill["examples"] = json!(s.examples); }
+            if !s.input_modes.is_empty() { skill["inputModes"] = json!(s.input_modes); }
+            if !s.output_modes.is_empty() { skill["outputModes"] = json!(s.output_modes); }
+            skill
+        }).collect::<Vec<_>>(),
+        "supportsAuthenticatedExtendedCard": card.capabilities.extended_agent_card.unwrap_or(false),
+        "supportedInterfaces": card.supported_interfaces,
+    });
+    if !card.capabilities.extensions.is_empty() {
+        out["capabilities"]["extensions"] = json!(card.capabilities.extensions);
+    }
+    if !schemes.is_empty() {
+        out["securitySchemes"] = Value::Object(schemes);
+        out["security"] = json!(security);
+    }
+    if let Some(p) = &card.provider {
+        out["provider"] = json!(p);
+    }
+    if let Some(u) = &card.documentation_url {
+        out["documentationUrl"] = json!(u);
+    }
+    if let Some(u) = &card.icon_url {
+        out["iconUrl"] = json!(u);
+    }
+    if !card.signatures.is_empty() {
+        out["signatures"] = json!(card.signatures);
+    }
+    out
+}
+
+fn security_scheme_to_wire(s: &v1::SecurityScheme) -> Value {
+    use serde_json::json;
+    let with_description = |mut v: Value, d: &str| {
+        if !d.is_empty() {
+            v["description"] = json!(d);
+        }
+        v
+    };
+    match s {
+        v1::SecurityScheme::ApiKeySecurityScheme(k) => with_description(
+            json!({"type": "apiKey", "in": k.location, "name": k.name}),
+            &k.description,
+        ),
+        v1::SecurityScheme::HttpAuthSecurityScheme(h) => {
+            let mut v = json!({"type": "http", "scheme": h.scheme});
+            if !h.bearer_format.is_empty() {
+                v["bearerFormat"] = json!(h.bearer_format);
+            }
+            with_description(v, &h.description)
+        }
+        v1::SecurityScheme::Oauth2SecurityScheme(o) => {
+            let (name, flow) = match &o.flows {
+                v1::OAuthFlows::AuthorizationCode(f) => ("authorizationCode", f),
+                v1::OAuthFlows::ClientCredentials(f) => ("clientCredentials", f),
+                v1::OAuthFlows::Implicit(f) => ("implicit", f),
+                v1::OAuthFlows::Password(f) => ("password", f),
+                v1::OAuthFlows::DeviceCode(f) => ("deviceCode", f),
+            };
+            with_description(
+                json!({"type": "oauth2", "flows": {name: flow}}),
+                &o.description,
+            )
+        }
+        v1::SecurityScheme::OpenIdConnectSecurityScheme(o) => with_description(
+            json!({"type": "openIdConnect", "openIdConnectUrl": o.open_id_connect_url}),
+            &o.description,
+        ),
+        v1::SecurityScheme::MtlsSecurityScheme(m) => {
+            with_description(json!({"type": "mutualTLS"}), &m.description)
+        }
+    }
+}
