@@ -59,6 +59,8 @@ impl Authenticator for Anonymous {
 /// so they never sit in memory or logs in clear after start-up.
 pub struct ApiKeyAuth {
     header: http::HeaderName,
+    /// The header as configured (HeaderName is lower-case), for the card.
+    header_display: String,
     keys: HashMap<[u8; 32], String>,
 }
 
@@ -80,7 +82,11 @@ impl ApiKeyAuth {
                 "API-key mode needs at least one key",
             ));
         }
-        Ok(Self { header, keys })
+        Ok(Self {
+            header,
+            header_display,
+            keys,
+        })
     }
 
     /// Parses `principal:key,principal:key` (the `A2A_API_KEYS` format); a bare `key` belongs to a
@@ -123,7 +129,7 @@ impl Authenticator for ApiKeyAuth {
         let scheme = SecurityScheme::ApiKeySecurityScheme(ApiKeySecurityScheme {
             description: "API key issued by the agent's operator".into(),
             location: "header".into(),
-            name: self.header.as_str().to_string(),
+            name: self.header_display.clone(),
         });
         let requirement = SecurityRequirement {
             schemes: BTreeMap::from([(SCHEME_NAME.to_string(), StringList::default())]),

@@ -178,6 +178,8 @@ fn decode_op(method: &str, params: Value) -> Result<(Op, Wire)> {
                 V03,
             )
         }
+        // Not in 0.3.0 itself, but 0.3-era clients send it; same semantics as ListTasks.
+        "tasks/list" => (Op::ListTasks(decode(params, "params")?), V03),
         "tasks/resubscribe" => {
             let p: v03::TaskIdParams = decode(params, "params")?;
             (
@@ -259,7 +261,12 @@ fn encode_v03(output: Output) -> Value {
     let value = match output {
         Output::SendMessage(r) => serde_json::to_value(v03::send_result(&r)),
         Output::Task(t) => serde_json::to_value(v03::Event::Task(v03::Task::from(&t))),
-        Output::ListTasks(r) => serde_json::to_value(r),
+        Output::ListTasks(r) => Ok(serde_json::json!({
+            "tasks": r.tasks.iter().map(|t| v03::Event::Task(v03::Task::from(t))).collect::<Vec<_>>(),
+            "nextPageToken": r.next_page_token,
+            "pageSize": r.page_size,
+            "totalSize": r.total_size,
+        })),
         Output::PushConfig(c) => serde_json::to_value(v03::TaskPushNotificationConfig::from(&c)),
         Output::PushConfigs(c) => serde_json::to_value(
             c.configs

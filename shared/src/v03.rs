@@ -14,7 +14,9 @@ use crate::types::{self as v1, PartContent, Struct};
 // Parts, messages, tasks, events
 // ---------------------------------------------------------------------------------------------
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A 0.3 part. On input the `kind` tag may be missing (some 0.3 clients omit it); the member
+/// present (`text`, `file`, `data`) decides then.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Part {
     Text {
@@ -34,12 +36,60 @@ pub enum Part {
     },
 }
 
+impl<'de> Deserialize<'de> for Part {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        struct Wire {
+            kind: Option<String>,
+            text: Option<String>,
+            file: Option<FileContent>,
+            data: Option<Value>,
+            metadata: Option<Struct>,
+        }
+        let w = Wire::deserialize(d)?;
+        let kind = match w.kind.as_deref() {
+            Some(k) => k.to_string(),
+            None if w.text.is_some() => "text".into(),
+            None if w.file.is_some() => "file".into(),
+            None if w.data.is_some() => "data".into(),
+            None => return Err(D::Error::custom("a part needs a kind (text, file or data)")),
+        };
+        let metadata = w.metadata;
+        match kind.as_str() {
+            "text" => Ok(Part::Text {
+                text: w.text.ok_or_else(|| D::Error::missing_field("text"))?,
+                metadata,
+            }),
+            "file" => Ok(Part::File {
+                file: w.file.ok_or_else(|| D::Error::missing_field("file"))?,
+                metadata,
+            }),
+            "data" => Ok(Part::Data {
+                data: w.data.ok_or_else(|| D::Error::missing_field("data"))?,
+                metadata,
+            }),
+            other => Err(D::Error::custom(format!(
+                "unknown part kind {other:?}; expected text, file or data"
+            ))),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileContent {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "fileWithBytes",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub bytes: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        alias = "fileWithUri",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub uri: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,

@@ -11,7 +11,9 @@ use super::Struct;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentCard {
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub description: String,
     #[serde(default, alias = "supported_interfaces")]
     pub supported_interfaces: Vec<AgentInterface>,

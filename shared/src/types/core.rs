@@ -57,7 +57,7 @@ macro_rules! proto_enum {
         impl<'de> Deserialize<'de> for $name {
             fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 match Value::deserialize(d)? {
-                    Value::String(s) => $name::from_name(&s).ok_or_else(|| {
+                    Value::String(s) => $name::from_name(&s).or_else(|| $name::from_alias(&s)).ok_or_else(|| {
                         de::Error::custom(format!(
                             "unknown {} {:?}; expected one of {}",
                             stringify!($name),
@@ -131,15 +131,28 @@ impl TaskState {
 
     /// Reads the ProtoJSON name, the 0.3 kebab form, or the snake variant (`input_required`).
     pub fn parse_lenient(raw: &str) -> Option<Self> {
-        if let Some(s) = Self::from_name(raw) {
-            return Some(s);
-        }
+        Self::from_name(raw).or_else(|| Self::from_alias(raw))
+    }
+
+    /// The 0.3 kebab form or the snake variant (`input_required`), as older clients send.
+    fn from_alias(raw: &str) -> Option<Self> {
         let norm = raw.trim().to_ascii_lowercase().replace('_', "-");
         let norm = norm.strip_prefix("task-state-").unwrap_or(&norm);
         Self::ALL
             .iter()
             .copied()
             .find(|s| s.short_name() == norm || (norm == "unspecified" && *s == Self::Unspecified))
+    }
+}
+
+impl Role {
+    /// The 0.3 lower-case forms.
+    fn from_alias(raw: &str) -> Option<Self> {
+        match raw {
+            "user" => Some(Self::User),
+            "agent" => Some(Self::Agent),
+            _ => None,
+        }
     }
 }
 
@@ -298,7 +311,7 @@ fn present_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Er
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Message {
-    #[serde(alias = "message_id")]
+    #[serde(default, alias = "message_id")]
     pub message_id: String,
     #[serde(
         default,
@@ -358,12 +371,13 @@ impl Message {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
-    #[serde(alias = "artifact_id")]
+    #[serde(default, alias = "artifact_id")]
     pub artifact_id: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    #[serde(default)]
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
@@ -395,8 +409,9 @@ impl Artifact {
 }
 
 /// A task's state at a point in time.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct TaskStatus {
+    #[serde(default)]
     pub state: TaskState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
@@ -443,10 +458,11 @@ pub struct Task {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskStatusUpdateEvent {
-    #[serde(alias = "task_id")]
+    #[serde(default, alias = "task_id")]
     pub task_id: String,
-    #[serde(alias = "context_id")]
+    #[serde(default, alias = "context_id")]
     pub context_id: String,
+    #[serde(default)]
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
@@ -456,9 +472,9 @@ pub struct TaskStatusUpdateEvent {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskArtifactUpdateEvent {
-    #[serde(alias = "task_id")]
+    #[serde(default, alias = "task_id")]
     pub task_id: String,
-    #[serde(alias = "context_id")]
+    #[serde(default, alias = "context_id")]
     pub context_id: String,
     pub artifact: Artifact,
     #[serde(default, skip_serializing_if = "is_false")]

@@ -1,0 +1,65 @@
+"""Starts `a2a-local` (the binary in $A2A_LOCAL_BIN) on a free 127.0.0.1 port for the session."""
+
+import os
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+HERE = Path(__file__).parent
+KEYS = {"alice": "key-alice", "bob": "key-bob"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def server():
+    binary = os.environ.get("A2A_LOCAL_BIN")
+    if not binary:
+        pytest.fail("A2A_LOCAL_BIN is not set (run through scripts/test)")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    extra = os.environ.get("A2A_LOCAL_ARGS", "").split()
+    proc = subprocess.Popen(
+        [
+            binary,
+            "--addr", f"127.0.0.1:{port}",
+            "--agent", "conformance",
+            "--api-keys", ",".join(f"{p}:{k}" for p, k in KEYS.items()),
+            "--extended-card", str(HERE / "extended-card.json"),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        for _ in range(100):  # bounded: 100 x 0.1 s
+            try:
+                if httpx.get(f"{base}/.well-known/agent-card.json", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if proc.poll() is not None:
+                raise RuntimeError(f"a2a-local exited: {proc.stdout.read().decode()}")
+            time.sleep(0.1)
+        else:
+            raise RuntimeError("a2a-local did not start in 10 s")
+        yield base
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
