@@ -20,17 +20,11 @@ pub struct Principal {
 
 impl Principal {
     pub fn anonymous() -> Self {
-        Self {
-            id: "anonymous".into(),
-            authenticated: false,
-        }
+        Self { id: "anonymous".into(), authenticated: false }
     }
 
     pub fn user(id: impl Into<String>) -> Self {
-        Self {
-            id: id.into(),
-            authenticated: true,
-        }
+        Self { id: id.into(), authenticated: true }
     }
 }
 
@@ -70,23 +64,14 @@ const SCHEME_NAME: &str = "apiKey";
 impl ApiKeyAuth {
     /// `pairs` are (principal id, key).
     pub fn new(header: &str, pairs: impl IntoIterator<Item = (String, String)>) -> Result<Self> {
-        let header = http::HeaderName::from_bytes(header.as_bytes()).map_err(|_| {
-            A2aError::invalid_params(format!("invalid API key header name {header:?}"))
-        })?;
-        let keys = pairs
-            .into_iter()
-            .map(|(principal, key)| (digest(&key), principal))
-            .collect::<HashMap<_, _>>();
+        let header_display = header.to_string();
+        let header = http::HeaderName::from_bytes(header.as_bytes())
+            .map_err(|_| A2aError::invalid_params(format!("invalid API key header name {header:?}")))?;
+        let keys = pairs.into_iter().map(|(principal, key)| (digest(&key), principal)).collect::<HashMap<_, _>>();
         if keys.is_empty() {
-            return Err(A2aError::invalid_params(
-                "API-key mode needs at least one key",
-            ));
+            return Err(A2aError::invalid_params("API-key mode needs at least one key"));
         }
-        Ok(Self {
-            header,
-            header_display,
-            keys,
-        })
+        Ok(Self { header, header_display, keys })
     }
 
     /// Parses `principal:key,principal:key` (the `A2A_API_KEYS` format); a bare `key` belongs to a
@@ -110,15 +95,9 @@ fn digest(key: &str) -> [u8; 32] {
 
 impl Authenticator for ApiKeyAuth {
     fn authenticate(&self, headers: &HeaderMap, _query: Option<&str>) -> Result<Principal> {
-        let presented = headers
-            .get(&self.header)
-            .and_then(|v| v.to_str().ok())
-            .ok_or_else(|| {
-                A2aError::unauthenticated(format!(
-                    "missing API key: send it in the {} header",
-                    self.header
-                ))
-            })?;
+        let presented = headers.get(&self.header).and_then(|v| v.to_str().ok()).ok_or_else(|| {
+            A2aError::unauthenticated(format!("missing API key: send it in the {} header", self.header))
+        })?;
         self.keys
             .get(&digest(presented.trim()))
             .map(|p| Principal::user(p.clone()))
@@ -131,13 +110,9 @@ impl Authenticator for ApiKeyAuth {
             location: "header".into(),
             name: self.header_display.clone(),
         });
-        let requirement = SecurityRequirement {
-            schemes: BTreeMap::from([(SCHEME_NAME.to_string(), StringList::default())]),
-        };
-        (
-            BTreeMap::from([(SCHEME_NAME.to_string(), scheme)]),
-            vec![requirement],
-        )
+        let requirement =
+            SecurityRequirement { schemes: BTreeMap::from([(SCHEME_NAME.to_string(), StringList::default())]) };
+        (BTreeMap::from([(SCHEME_NAME.to_string(), scheme)]), vec![requirement])
     }
 }
 
@@ -147,13 +122,9 @@ mod tests {
 
     #[test]
     fn api_keys_map_to_principals() {
-        let auth =
-            ApiKeyAuth::new("X-API-Key", ApiKeyAuth::parse_pairs("alice:k1, bob:k2")).unwrap();
+        let auth = ApiKeyAuth::new("X-API-Key", ApiKeyAuth::parse_pairs("alice:k1, bob:k2")).unwrap();
         let mut h = HeaderMap::new();
-        assert_eq!(
-            auth.authenticate(&h, None).unwrap_err().kind,
-            crate::error::ErrorKind::Unauthenticated
-        );
+        assert_eq!(auth.authenticate(&h, None).unwrap_err().kind, crate::error::ErrorKind::Unauthenticated);
         h.insert("x-api-key", "k2".parse().unwrap());
         assert_eq!(auth.authenticate(&h, None).unwrap(), Principal::user("bob"));
         h.insert("x-api-key", "nope".parse().unwrap());

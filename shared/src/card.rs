@@ -55,15 +55,12 @@ pub fn default_card() -> AgentCard {
 
 /// Parses a card file over the defaults: fields the file leaves out keep their default.
 pub fn parse_card_file(json: &str) -> Result<AgentCard> {
-    let overlay: Value = serde_json::from_str(json)
-        .map_err(|e| A2aError::invalid_params(format!("card file is not JSON: {e}")))?;
+    let overlay: Value =
+        serde_json::from_str(json).map_err(|e| A2aError::invalid_params(format!("card file is not JSON: {e}")))?;
     if !overlay.is_object() {
-        return Err(A2aError::invalid_params(
-            "card file must hold a JSON object",
-        ));
+        return Err(A2aError::invalid_params("card file must hold a JSON object"));
     }
-    let mut base =
-        serde_json::to_value(default_card()).map_err(|e| A2aError::internal(e.to_string()))?;
+    let mut base = serde_json::to_value(default_card()).map_err(|e| A2aError::internal(e.to_string()))?;
     merge(&mut base, overlay);
     let card: AgentCard = serde_path_to_error::deserialize(base)
         .map_err(|e| A2aError::invalid_field(&format!("card.{}", e.path()), e.inner()))?;
@@ -99,22 +96,13 @@ impl ServedCard {
     fn new(value: &Value) -> Self {
         let body = Bytes::from(serde_json::to_vec(value).unwrap_or_default());
         let digest = Sha256::digest(&body);
-        let etag = format!(
-            "\"{}\"",
-            digest[..12]
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect::<String>()
-        );
+        let etag = format!("\"{}\"", digest[..12].iter().map(|b| format!("{b:02x}")).collect::<String>());
         Self { body, etag }
     }
 
     /// RFC 9110 §13.1.2: `*` or any listed tag matches (weak comparison).
     pub fn matches(&self, if_none_match: &str) -> bool {
-        if_none_match
-            .split(',')
-            .map(str::trim)
-            .any(|t| t == "*" || t.trim_start_matches("W/") == self.etag)
+        if_none_match.split(',').map(str::trim).any(|t| t == "*" || t.trim_start_matches("W/") == self.etag)
     }
 }
 
@@ -146,15 +134,11 @@ impl CardService {
             protocol_version: version.into(),
         };
         // 0.3 is served over JSON-RPC only: the 0.3 REST binding used a different payload format.
-        card.supported_interfaces = vec![
-            interface("JSONRPC", "1.0"),
-            interface("HTTP+JSON", "1.0"),
-            interface("JSONRPC", "0.3"),
-        ];
+        card.supported_interfaces =
+            vec![interface("JSONRPC", "1.0"), interface("HTTP+JSON", "1.0"), interface("JSONRPC", "0.3")];
         let caps = &mut card.capabilities;
         caps.streaming = Some(abilities.streaming && caps.streaming.unwrap_or(true));
-        caps.push_notifications =
-            Some(abilities.push_notifications && caps.push_notifications.unwrap_or(true));
+        caps.push_notifications = Some(abilities.push_notifications && caps.push_notifications.unwrap_or(true));
         caps.extended_agent_card = Some(caps.extended_agent_card.unwrap_or(extended.is_some()));
         let (schemes, requirements) = auth.card_security();
         if !schemes.is_empty() {
@@ -162,24 +146,15 @@ impl CardService {
             card.security_requirements.extend(requirements);
         }
         let extended = extended.map(|mut ext| {
-            ext.supported_interfaces
-                .clone_from(&card.supported_interfaces);
+            ext.supported_interfaces.clone_from(&card.supported_interfaces);
             ext.capabilities = card.capabilities.clone();
             ext.security_schemes.clone_from(&card.security_schemes);
-            ext.security_requirements
-                .clone_from(&card.security_requirements);
+            ext.security_requirements.clone_from(&card.security_requirements);
             ext
         });
         let v1 = ServedCard::new(&serde_json::to_value(&card).unwrap_or_default());
         let v03 = ServedCard::new(&v03::card_to_wire(&card));
-        Self {
-            card,
-            v1,
-            v03,
-            extended,
-            max_age: 300,
-            last_modified,
-        }
+        Self { card, v1, v03, extended, max_age: 300, last_modified }
     }
 
     pub fn served(&self, version: Version) -> &ServedCard {
@@ -208,8 +183,7 @@ mod tests {
 
     #[test]
     fn card_file_overlays_defaults_and_names_bad_fields() {
-        let card =
-            parse_card_file(r#"{"name": "Mine", "capabilities": {"streaming": false}}"#).unwrap();
+        let card = parse_card_file(r#"{"name": "Mine", "capabilities": {"streaming": false}}"#).unwrap();
         assert_eq!(card.name, "Mine");
         assert_eq!(card.skills[0].id, "echo");
         assert_eq!(card.capabilities.streaming, Some(false));

@@ -36,20 +36,14 @@ pub enum Output {
 pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<Output> {
     Ok(match op {
         Op::SendMessage(r) => Output::SendMessage(ops::send_message(engine, ctx, r).await?),
-        Op::SendStreamingMessage(r) => {
-            Output::Stream(ops::send_streaming_message(engine, ctx, r).await?)
-        }
+        Op::SendStreamingMessage(r) => Output::Stream(ops::send_streaming_message(engine, ctx, r).await?),
         Op::GetTask(r) => Output::Task(ops::get_task(engine, ctx, r).await?),
         Op::ListTasks(r) => Output::ListTasks(ops::list_tasks(engine, ctx, r).await?),
         Op::CancelTask(r) => Output::Task(ops::cancel_task(engine, ctx, r).await?),
         Op::SubscribeToTask(r) => Output::Stream(ops::subscribe_to_task(engine, ctx, r).await?),
-        Op::CreatePushConfig(r) => {
-            Output::PushConfig(ops::create_push_config(engine, ctx, r).await?)
-        }
+        Op::CreatePushConfig(r) => Output::PushConfig(ops::create_push_config(engine, ctx, r).await?),
         Op::GetPushConfig(r) => Output::PushConfig(ops::get_push_config(engine, ctx, r).await?),
-        Op::ListPushConfigs(r) => {
-            Output::PushConfigs(ops::list_push_configs(engine, ctx, r).await?)
-        }
+        Op::ListPushConfigs(r) => Output::PushConfigs(ops::list_push_configs(engine, ctx, r).await?),
         Op::DeletePushConfig(r) => {
             ops::delete_push_config(engine, ctx, r).await?;
             Output::Empty

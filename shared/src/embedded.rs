@@ -35,10 +35,7 @@ pub struct Embedded {
 pub fn start(config: EmbeddedConfig) -> Embedded {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let (queue, jobs) = MemoryWorkQueue::new();
-    let abilities = ServerAbilities {
-        streaming: true,
-        push_notifications: true,
-    };
+    let abilities = ServerAbilities { streaming: true, push_notifications: true };
     let card = CardService::new(
         config.card,
         config.extended_card,
@@ -60,9 +57,5 @@ pub fn start(config: EmbeddedConfig) -> Embedded {
     let runner = Arc::new(Runner::new(engine.clone(), config.executor));
     runner.clone().spawn(jobs);
     let service = Arc::new(Service::new(engine.clone(), config.limits));
-    Embedded {
-        service,
-        engine,
-        runner,
-    }
+    Embedded { service, engine, runner }
 }

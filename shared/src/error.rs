@@ -74,80 +74,32 @@ impl ErrorKind {
             reason: &'static str,
             message: &'static str,
         ) -> ErrorSpec {
-            ErrorSpec {
-                jsonrpc_code,
-                http_status,
-                grpc_status,
-                reason,
-                message,
-            }
+            ErrorSpec { jsonrpc_code, http_status, grpc_status, reason, message }
         }
         match self {
-            Self::Parse => s(
-                -32700,
-                400,
-                "INVALID_ARGUMENT",
-                "PARSE_ERROR",
-                "Invalid JSON payload",
-            ),
-            Self::InvalidRequest => s(
-                -32600,
-                400,
-                "INVALID_ARGUMENT",
-                "INVALID_REQUEST",
-                "Request payload validation error",
-            ),
-            Self::MethodNotFound => s(
-                -32601,
-                404,
-                "UNIMPLEMENTED",
-                "METHOD_NOT_FOUND",
-                "Method not found",
-            ),
-            Self::InvalidParams => s(
-                -32602,
-                400,
-                "INVALID_ARGUMENT",
-                "INVALID_PARAMS",
-                "Invalid parameters",
-            ),
+            Self::Parse => s(-32700, 400, "INVALID_ARGUMENT", "PARSE_ERROR", "Invalid JSON payload"),
+            Self::InvalidRequest => {
+                s(-32600, 400, "INVALID_ARGUMENT", "INVALID_REQUEST", "Request payload validation error")
+            }
+            Self::MethodNotFound => s(-32601, 404, "UNIMPLEMENTED", "METHOD_NOT_FOUND", "Method not found"),
+            Self::InvalidParams => s(-32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "Invalid parameters"),
             Self::Internal => s(-32603, 500, "INTERNAL", "INTERNAL", "Internal error"),
             Self::TaskNotFound => s(-32001, 404, "NOT_FOUND", "TASK_NOT_FOUND", "Task not found"),
-            Self::TaskNotCancelable => s(
-                -32002,
-                409,
-                "FAILED_PRECONDITION",
-                "TASK_NOT_CANCELABLE",
-                "Task cannot be canceled",
-            ),
-            Self::PushNotificationNotSupported => s(
-                -32003,
-                400,
-                "UNIMPLEMENTED",
-                "PUSH_NOTIFICATION_NOT_SUPPORTED",
-                "Push Notification is not supported",
-            ),
-            Self::UnsupportedOperation => s(
-                -32004,
-                400,
-                "UNIMPLEMENTED",
-                "UNSUPPORTED_OPERATION",
-                "This operation is not supported",
-            ),
-            Self::ContentTypeNotSupported => s(
-                -32005,
-                415,
-                "INVALID_ARGUMENT",
-                "CONTENT_TYPE_NOT_SUPPORTED",
-                "Incompatible content types",
-            ),
-            Self::InvalidAgentResponse => s(
-                -32006,
-                502,
-                "INTERNAL",
-                "INVALID_AGENT_RESPONSE",
-                "Invalid agent response",
-            ),
+            Self::TaskNotCancelable => {
+                s(-32002, 409, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE", "Task cannot be canceled")
+            }
+            Self::PushNotificationNotSupported => {
+                s(-32003, 400, "UNIMPLEMENTED", "PUSH_NOTIFICATION_NOT_SUPPORTED", "Push Notification is not supported")
+            }
+            Self::UnsupportedOperation => {
+                s(-32004, 400, "UNIMPLEMENTED", "UNSUPPORTED_OPERATION", "This operation is not supported")
+            }
+            Self::ContentTypeNotSupported => {
+                s(-32005, 415, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED", "Incompatible content types")
+            }
+            Self::InvalidAgentResponse => {
+                s(-32006, 502, "INTERNAL", "INVALID_AGENT_RESPONSE", "Invalid agent response")
+            }
             Self::ExtendedAgentCardNotConfigured => s(
                 -32007,
                 400,
@@ -155,34 +107,16 @@ impl ErrorKind {
                 "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
                 "Extended agent card is not configured",
             ),
-            Self::ExtensionSupportRequired => s(
-                -32008,
-                400,
-                "FAILED_PRECONDITION",
-                "EXTENSION_SUPPORT_REQUIRED",
-                "Extension support required",
-            ),
-            Self::VersionNotSupported => s(
-                -32009,
-                400,
-                "UNIMPLEMENTED",
-                "VERSION_NOT_SUPPORTED",
-                "Version not supported",
-            ),
-            Self::Unauthenticated => s(
-                -32010,
-                401,
-                "UNAUTHENTICATED",
-                "UNAUTHENTICATED",
-                "Authentication required",
-            ),
-            Self::PayloadTooLarge => s(
-                -32600,
-                413,
-                "RESOURCE_EXHAUSTED",
-                "PAYLOAD_TOO_LARGE",
-                "Request body too large",
-            ),
+            Self::ExtensionSupportRequired => {
+                s(-32008, 400, "FAILED_PRECONDITION", "EXTENSION_SUPPORT_REQUIRED", "Extension support required")
+            }
+            Self::VersionNotSupported => {
+                s(-32009, 400, "UNIMPLEMENTED", "VERSION_NOT_SUPPORTED", "Version not supported")
+            }
+            Self::Unauthenticated => s(-32010, 401, "UNAUTHENTICATED", "UNAUTHENTICATED", "Authentication required"),
+            Self::PayloadTooLarge => {
+                s(-32600, 413, "RESOURCE_EXHAUSTED", "PAYLOAD_TOO_LARGE", "Request body too large")
+            }
         }
     }
 }
@@ -199,11 +133,7 @@ pub type Result<T, E = A2aError> = std::result::Result<T, E>;
 
 impl A2aError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self {
-            kind,
-            message: message.into(),
-            metadata: BTreeMap::new(),
-        }
+        Self { kind, message: message.into(), metadata: BTreeMap::new() }
     }
 
     pub fn with(mut self, key: &str, value: impl Into<String>) -> Self {
@@ -220,11 +150,7 @@ impl A2aError {
     }
 
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(
-            ErrorKind::MethodNotFound,
-            format!("Method not found: {method}"),
-        )
-        .with("method", method)
+        Self::new(ErrorKind::MethodNotFound, format!("Method not found: {method}")).with("method", method)
     }
 
     /// Invalid parameters, naming the field (as a path such as `message.parts[0].text`).
@@ -241,19 +167,12 @@ impl A2aError {
     }
 
     pub fn task_not_found(task_id: &str) -> Self {
-        Self::new(
-            ErrorKind::TaskNotFound,
-            format!("Task not found: {task_id}"),
-        )
-        .with("taskId", task_id)
+        Self::new(ErrorKind::TaskNotFound, format!("Task not found: {task_id}")).with("taskId", task_id)
     }
 
     pub fn not_cancelable(task_id: &str, state: impl fmt::Display) -> Self {
-        Self::new(
-            ErrorKind::TaskNotCancelable,
-            format!("Task {task_id} cannot be canceled in state {state}"),
-        )
-        .with("taskId", task_id)
+        Self::new(ErrorKind::TaskNotCancelable, format!("Task {task_id} cannot be canceled in state {state}"))
+            .with("taskId", task_id)
     }
 
     pub fn unsupported(msg: impl Into<String>) -> Self {
@@ -261,10 +180,7 @@ impl A2aError {
     }
 
     pub fn push_not_supported() -> Self {
-        Self::new(
-            ErrorKind::PushNotificationNotSupported,
-            ErrorKind::PushNotificationNotSupported.spec().message,
-        )
+        Self::new(ErrorKind::PushNotificationNotSupported, ErrorKind::PushNotificationNotSupported.spec().message)
     }
 
     pub fn version_not_supported(version: &str) -> Self {
@@ -315,13 +231,7 @@ impl A2aError {
 
 impl fmt::Display for A2aError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} ({}): {}",
-            self.spec().reason,
-            self.spec().jsonrpc_code,
-            self.message
-        )
+        write!(f, "{} ({}): {}", self.spec().reason, self.spec().jsonrpc_code, self.message)
     }
 }
 
@@ -341,48 +251,12 @@ mod tests {
     #[test]
     fn a2a_errors_map_as_the_spec_table() {
         let table = [
-            (
-                ErrorKind::TaskNotFound,
-                -32001,
-                "NOT_FOUND",
-                404,
-                "TASK_NOT_FOUND",
-            ),
-            (
-                ErrorKind::TaskNotCancelable,
-                -32002,
-                "FAILED_PRECONDITION",
-                409,
-                "TASK_NOT_CANCELABLE",
-            ),
-            (
-                ErrorKind::PushNotificationNotSupported,
-                -32003,
-                "UNIMPLEMENTED",
-                400,
-                "PUSH_NOTIFICATION_NOT_SUPPORTED",
-            ),
-            (
-                ErrorKind::UnsupportedOperation,
-                -32004,
-                "UNIMPLEMENTED",
-                400,
-                "UNSUPPORTED_OPERATION",
-            ),
-            (
-                ErrorKind::ContentTypeNotSupported,
-                -32005,
-                "INVALID_ARGUMENT",
-                415,
-                "CONTENT_TYPE_NOT_SUPPORTED",
-            ),
-            (
-                ErrorKind::InvalidAgentResponse,
-                -32006,
-                "INTERNAL",
-                502,
-                "INVALID_AGENT_RESPONSE",
-            ),
+            (ErrorKind::TaskNotFound, -32001, "NOT_FOUND", 404, "TASK_NOT_FOUND"),
+            (ErrorKind::TaskNotCancelable, -32002, "FAILED_PRECONDITION", 409, "TASK_NOT_CANCELABLE"),
+            (ErrorKind::PushNotificationNotSupported, -32003, "UNIMPLEMENTED", 400, "PUSH_NOTIFICATION_NOT_SUPPORTED"),
+            (ErrorKind::UnsupportedOperation, -32004, "UNIMPLEMENTED", 400, "UNSUPPORTED_OPERATION"),
+            (ErrorKind::ContentTypeNotSupported, -32005, "INVALID_ARGUMENT", 415, "CONTENT_TYPE_NOT_SUPPORTED"),
+            (ErrorKind::InvalidAgentResponse, -32006, "INTERNAL", 502, "INVALID_AGENT_RESPONSE"),
             (
                 ErrorKind::ExtendedAgentCardNotConfigured,
                 -32007,
@@ -390,59 +264,18 @@ mod tests {
                 400,
                 "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
             ),
-            (
-                ErrorKind::ExtensionSupportRequired,
-                -32008,
-                "FAILED_PRECONDITION",
-                400,
-                "EXTENSION_SUPPORT_REQUIRED",
-            ),
-            (
-                ErrorKind::VersionNotSupported,
-                -32009,
-                "UNIMPLEMENTED",
-                400,
-                "VERSION_NOT_SUPPORTED",
-            ),
-            (
-                ErrorKind::Parse,
-                -32700,
-                "INVALID_ARGUMENT",
-                400,
-                "PARSE_ERROR",
-            ),
-            (
-                ErrorKind::InvalidRequest,
-                -32600,
-                "INVALID_ARGUMENT",
-                400,
-                "INVALID_REQUEST",
-            ),
-            (
-                ErrorKind::MethodNotFound,
-                -32601,
-                "UNIMPLEMENTED",
-                404,
-                "METHOD_NOT_FOUND",
-            ),
-            (
-                ErrorKind::InvalidParams,
-                -32602,
-                "INVALID_ARGUMENT",
-                400,
-                "INVALID_PARAMS",
-            ),
+            (ErrorKind::ExtensionSupportRequired, -32008, "FAILED_PRECONDITION", 400, "EXTENSION_SUPPORT_REQUIRED"),
+            (ErrorKind::VersionNotSupported, -32009, "UNIMPLEMENTED", 400, "VERSION_NOT_SUPPORTED"),
+            (ErrorKind::Parse, -32700, "INVALID_ARGUMENT", 400, "PARSE_ERROR"),
+            (ErrorKind::InvalidRequest, -32600, "INVALID_ARGUMENT", 400, "INVALID_REQUEST"),
+            (ErrorKind::MethodNotFound, -32601, "UNIMPLEMENTED", 404, "METHOD_NOT_FOUND"),
+            (ErrorKind::InvalidParams, -32602, "INVALID_ARGUMENT", 400, "INVALID_PARAMS"),
             (ErrorKind::Internal, -32603, "INTERNAL", 500, "INTERNAL"),
         ];
         for (kind, code, grpc, http, reason) in table {
             let spec = kind.spec();
             assert_eq!(
-                (
-                    spec.jsonrpc_code,
-                    spec.grpc_status,
-                    spec.http_status,
-                    spec.reason
-                ),
+                (spec.jsonrpc_code, spec.grpc_status, spec.http_status, spec.reason),
                 (code, grpc, http, reason),
                 "{kind:?}"
             );

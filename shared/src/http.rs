@@ -49,9 +49,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Self {
-            max_body: 10 * 1024 * 1024,
-        }
+        Self { max_body: 10 * 1024 * 1024 }
     }
 }
 
@@ -92,13 +90,10 @@ impl Service {
             return self.agent_card(&parts);
         }
         match binding_of(path) {
-            Binding::JsonRpc if parts.method == Method::POST => {
-                crate::jsonrpc::handle(self, &parts, body).await
+            Binding::JsonRpc if parts.method == Method::POST => crate::jsonrpc::handle(self, &parts, body).await,
+            Binding::JsonRpc => {
+                rest_error(&A2aError::new(ErrorKind::MethodNotFound, "the JSON-RPC endpoint takes POST requests"))
             }
-            Binding::JsonRpc => rest_error(&A2aError::new(
-                ErrorKind::MethodNotFound,
-                "the JSON-RPC endpoint takes POST requests",
-            )),
             Binding::Rest => crate::rest::handle(self, &parts, body).await,
         }
     }
@@ -107,10 +102,7 @@ impl Service {
     pub fn payload_too_large(&self, path: &str) -> HttpResponse {
         let err = A2aError::new(
             ErrorKind::PayloadTooLarge,
-            format!(
-                "request body exceeds the limit of {} bytes",
-                self.limits.max_body
-            ),
+            format!("request body exceeds the limit of {} bytes", self.limits.max_body),
         );
         match binding_of(path) {
             Binding::JsonRpc => jsonrpc_error_response(&serde_json::Value::Null, &err),
@@ -119,32 +111,17 @@ impl Service {
     }
 
     /// Authenticates the caller and reads the service parameters.
-    pub(crate) fn call_context(
-        &self,
-        parts: &http::request::Parts,
-        version: Version,
-    ) -> Result<CallContext> {
+    pub(crate) fn call_context(&self, parts: &http::request::Parts, version: Version) -> Result<CallContext> {
         let query = parts.uri.query();
         let principal = self.engine.auth.authenticate(&parts.headers, query)?;
         let extensions = version::requested_extensions(&parts.headers, query);
-        version::check_required_extensions(
-            &self.engine.card.card.capabilities.extensions,
-            &extensions,
-        )?;
-        Ok(CallContext {
-            principal,
-            version,
-            extensions,
-            last_event_id: crate::sse::last_event_id(&parts.headers),
-        })
+        version::check_required_extensions(&self.engine.card.card.capabilities.extensions, &extensions)?;
+        Ok(CallContext { principal, version, extensions, last_event_id: crate::sse::last_event_id(&parts.headers) })
     }
 
     fn agent_card(&self, parts: &http::request::Parts) -> HttpResponse {
         if parts.method != Method::GET && parts.method != Method::HEAD {
-            return rest_error(&A2aError::new(
-                ErrorKind::MethodNotFound,
-                "the agent card is served on GET",
-            ));
+            return rest_error(&A2aError::new(ErrorKind::MethodNotFound, "the agent card is served on GET"));
         }
         let version = match version::negotiate(&parts.headers, parts.uri.query()) {
             Ok(v) => v,
@@ -152,32 +129,18 @@ impl Service {
         };
         let cards = &self.engine.card;
         let served = cards.served(version);
-        let last_modified = cards
-            .last_modified
-            .format("%a, %d %b %Y %H:%M:%S GMT")
-            .to_string();
-        let not_modified = parts
-            .headers
-            .get(header::IF_NONE_MATCH)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| served.matches(v));
+        let last_modified = cards.last_modified.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+        let not_modified =
+            parts.headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| served.matches(v));
         let builder = Response::builder()
-            .header(
-                header::CACHE_CONTROL,
-                format!("public, max-age={}", cards.max_age),
-            )
+            .header(header::CACHE_CONTROL, format!("public, max-age={}", cards.max_age))
             .header(header::ETAG, served.etag.as_str())
             .header(header::LAST_MODIFIED, last_modified)
             .header(header::VARY, "A2A-Version");
         let response = if not_modified {
-            builder
-                .status(StatusCode::NOT_MODIFIED)
-                .body(Body::Full(Bytes::new()))
+            builder.status(StatusCode::NOT_MODIFIED).body(Body::Full(Bytes::new()))
         } else {
-            builder
-                .status(StatusCode::OK)
-                .header(header::CONTENT_TYPE, JSON)
-                .body(Body::Full(served.body.clone()))
+            builder.status(StatusCode::OK).header(header::CONTENT_TYPE, JSON).body(Body::Full(served.body.clone()))
         };
         response.unwrap_or_else(|_| internal_response())
     }
@@ -190,13 +153,7 @@ pub(crate) fn is_json_content_type(headers: &http::HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map(|v| {
-            v.split(';')
-                .next()
-                .unwrap_or_default()
-                .trim()
-                .to_ascii_lowercase()
-        })
+        .map(|v| v.split(';').next().unwrap_or_default().trim().to_ascii_lowercase())
         .is_some_and(|ct| ct == JSON || (ct.starts_with("application/") && ct.ends_with("+json")))
 }
 
@@ -237,15 +194,10 @@ pub(crate) fn log_error(err: &A2aError) {
 /// An AIP-193 error response (HTTP+JSON binding).
 pub fn rest_error(err: &A2aError) -> HttpResponse {
     log_error(err);
-    let status =
-        StatusCode::from_u16(err.spec().http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut resp = json_response(
-        status,
-        serde_json::to_vec(&err.to_rest()).unwrap_or_default(),
-    );
+    let status = StatusCode::from_u16(err.spec().http_status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = json_response(status, serde_json::to_vec(&err.to_rest()).unwrap_or_default());
     if err.kind == ErrorKind::Unauthenticated {
-        resp.headers_mut()
-            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("ApiKey"));
+        resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("ApiKey"));
     }
     resp
 }

@@ -9,10 +9,7 @@ use serde_json::{json, Value};
 
 use crate::dispatch::{call, decode, Op, Output};
 use crate::error::{A2aError, Result};
-use crate::http::{
-    is_json_content_type, json_response, jsonrpc_error_response, sse_response, HttpResponse,
-    Service,
-};
+use crate::http::{is_json_content_type, json_response, jsonrpc_error_response, sse_response, HttpResponse, Service};
 use crate::types::*;
 use crate::v03;
 use crate::version;
@@ -26,21 +23,14 @@ enum Wire {
 
 pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes) -> HttpResponse {
     if !is_json_content_type(&parts.headers) {
-        let err = A2aError::invalid_request(
-            "Content-Type must be application/json for JSON-RPC requests",
-        );
+        let err = A2aError::invalid_request("Content-Type must be application/json for JSON-RPC requests");
         let mut resp = jsonrpc_error_response(&Value::Null, &err);
         *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
         return resp;
     }
     let request: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
-        Err(e) => {
-            return jsonrpc_error_response(
-                &Value::Null,
-                &A2aError::parse(format!("invalid JSON: {e}")),
-            )
-        }
+        Err(e) => return jsonrpc_error_response(&Value::Null, &A2aError::parse(format!("invalid JSON: {e}"))),
     };
     let (id, method, params) = match envelope(request) {
         Ok(x) => x,
@@ -55,11 +45,8 @@ pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes
 /// Checks the JSON-RPC envelope and returns (id, method, params).
 fn envelope(request: Value) -> std::result::Result<(Value, String, Value), (Value, A2aError)> {
     let Value::Object(mut obj) = request else {
-        let what = if request.is_array() {
-            "batch requests are not supported"
-        } else {
-            "the request must be a JSON object"
-        };
+        let what =
+            if request.is_array() { "batch requests are not supported" } else { "the request must be a JSON object" };
         return Err((Value::Null, A2aError::invalid_request(what)));
     };
     let id = obj.remove("id").unwrap_or(Value::Null);
@@ -71,10 +58,7 @@ fn envelope(request: Value) -> std::result::Result<(Value, String, Value), (Valu
         ));
     }
     if !id_ok {
-        return Err((
-            Value::Null,
-            A2aError::invalid_request("id: must be a string or a number"),
-        ));
+        return Err((Value::Null, A2aError::invalid_request("id: must be a string or a number")));
     }
     let method = match obj.remove("method") {
         Some(Value::String(m)) => m,
@@ -106,8 +90,7 @@ async fn dispatch(
                 Ok(item) => {
                     let result = match wire {
                         Wire::V1 => serde_json::to_value(&item.event).unwrap_or(Value::Null),
-                        Wire::V03 => serde_json::to_value(v03::Event::from(&item.event))
-                            .unwrap_or(Value::Null),
+                        Wire::V03 => serde_json::to_value(v03::Event::from(&item.event)).unwrap_or(Value::Null),
                     };
                     let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
                     crate::sse::frame(item.seq, None, &body.to_string())
@@ -124,10 +107,7 @@ async fn dispatch(
         (output, Wire::V03) => encode_v03(output),
     };
     let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
-    Ok(json_response(
-        StatusCode::OK,
-        serde_json::to_vec(&body).unwrap_or_default(),
-    ))
+    Ok(json_response(StatusCode::OK, serde_json::to_vec(&body).unwrap_or_default()))
 }
 
 fn decode_op(method: &str, params: Value) -> Result<(Op, Wire)> {
@@ -146,49 +126,23 @@ fn decode_op(method: &str, params: Value) -> Result<(Op, Wire)> {
         }
         "DeleteTaskPushNotificationConfig" => (Op::DeletePushConfig(decode(params, "params")?), V1),
         "GetExtendedAgentCard" => (Op::GetExtendedCard, V1),
-        "message/send" => (
-            Op::SendMessage(decode::<v03::MessageSendParams>(params, "params")?.into_v1()?),
-            V03,
-        ),
-        "message/stream" => (
-            Op::SendStreamingMessage(
-                decode::<v03::MessageSendParams>(params, "params")?.into_v1()?,
-            ),
-            V03,
-        ),
+        "message/send" => (Op::SendMessage(decode::<v03::MessageSendParams>(params, "params")?.into_v1()?), V03),
+        "message/stream" => {
+            (Op::SendStreamingMessage(decode::<v03::MessageSendParams>(params, "params")?.into_v1()?), V03)
+        }
         "tasks/get" => {
             let p: v03::TaskQueryParams = decode(params, "params")?;
-            (
-                Op::GetTask(GetTaskRequest {
-                    tenant: String::new(),
-                    id: p.id,
-                    history_length: p.history_length,
-                }),
-                V03,
-            )
+            (Op::GetTask(GetTaskRequest { tenant: String::new(), id: p.id, history_length: p.history_length }), V03)
         }
         "tasks/cancel" => {
             let p: v03::TaskIdParams = decode(params, "params")?;
-            (
-                Op::CancelTask(CancelTaskRequest {
-                    tenant: String::new(),
-                    id: p.id,
-                    metadata: p.metadata,
-                }),
-                V03,
-            )
+            (Op::CancelTask(CancelTaskRequest { tenant: String::new(), id: p.id, metadata: p.metadata }), V03)
         }
         // Not in 0.3.0 itself, but 0.3-era clients send it; same semantics as ListTasks.
         "tasks/list" => (Op::ListTasks(decode(params, "params")?), V03),
         "tasks/resubscribe" => {
             let p: v03::TaskIdParams = decode(params, "params")?;
-            (
-                Op::SubscribeToTask(SubscribeToTaskRequest {
-                    tenant: String::new(),
-                    id: p.id,
-                }),
-                V03,
-            )
+            (Op::SubscribeToTask(SubscribeToTaskRequest { tenant: String::new(), id: p.id }), V03)
         }
         "tasks/pushNotificationConfig/set" => {
             let p: v03::TaskPushNotificationConfig = decode(params, "params")?;
@@ -202,33 +156,18 @@ fn decode_op(method: &str, params: Value) -> Result<(Op, Wire)> {
         "tasks/pushNotificationConfig/get" => {
             let p: v03::PushConfigParams = decode(params, "params")?;
             // 0.3 let `get` omit the config id: the task's default config (id = task id) is meant.
-            let id = p
-                .push_notification_config_id
-                .unwrap_or_else(|| p.id.clone());
-            (
-                Op::GetPushConfig(GetTaskPushNotificationConfigRequest {
-                    tenant: String::new(),
-                    task_id: p.id,
-                    id,
-                }),
-                V03,
-            )
+            let id = p.push_notification_config_id.unwrap_or_else(|| p.id.clone());
+            (Op::GetPushConfig(GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id: p.id, id }), V03)
         }
         "tasks/pushNotificationConfig/list" => {
             let p: v03::TaskIdParams = decode(params, "params")?;
-            (
-                Op::ListPushConfigs(ListTaskPushNotificationConfigsRequest {
-                    task_id: p.id,
-                    ..Default::default()
-                }),
-                V03,
-            )
+            (Op::ListPushConfigs(ListTaskPushNotificationConfigsRequest { task_id: p.id, ..Default::default() }), V03)
         }
         "tasks/pushNotificationConfig/delete" => {
             let p: v03::PushConfigParams = decode(params, "params")?;
-            let id = p.push_notification_config_id.ok_or_else(|| {
-                A2aError::invalid_field("params.pushNotificationConfigId", "is required")
-            })?;
+            let id = p
+                .push_notification_config_id
+                .ok_or_else(|| A2aError::invalid_field("params.pushNotificationConfigId", "is required"))?;
             (
                 Op::DeletePushConfig(DeleteTaskPushNotificationConfigRequest {
                     tenant: String::new(),
@@ -268,12 +207,9 @@ fn encode_v03(output: Output) -> Value {
             "totalSize": r.total_size,
         })),
         Output::PushConfig(c) => serde_json::to_value(v03::TaskPushNotificationConfig::from(&c)),
-        Output::PushConfigs(c) => serde_json::to_value(
-            c.configs
-                .iter()
-                .map(v03::TaskPushNotificationConfig::from)
-                .collect::<Vec<_>>(),
-        ),
+        Output::PushConfigs(c) => {
+            serde_json::to_value(c.configs.iter().map(v03::TaskPushNotificationConfig::from).collect::<Vec<_>>())
+        }
         Output::Empty => Ok(Value::Null),
         Output::Card(c) => Ok(v03::card_to_wire(&c)),
         Output::Stream(_) => Ok(Value::Null),

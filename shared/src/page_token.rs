@@ -39,17 +39,12 @@ impl PageTokens {
 
     /// Signs arbitrary bytes (adapters with their own cursor formats use this).
     pub fn seal(&self, payload: &[u8]) -> String {
-        format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(payload),
-            URL_SAFE_NO_PAD.encode(self.mac(payload))
-        )
+        format!("{}.{}", URL_SAFE_NO_PAD.encode(payload), URL_SAFE_NO_PAD.encode(self.mac(payload)))
     }
 
     /// Checks a sealed token and returns its payload.
     pub fn open(&self, token: &str) -> Result<Vec<u8>> {
-        let bad =
-            || A2aError::invalid_field("pageToken", "is not a page token issued by this server");
+        let bad = || A2aError::invalid_field("pageToken", "is not a page token issued by this server");
         let (payload, sig) = token.split_once('.').ok_or_else(bad)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| bad())?;
         let sig = URL_SAFE_NO_PAD.decode(sig).map_err(|_| bad())?;
@@ -84,15 +79,9 @@ mod tests {
     #[test]
     fn round_trips_and_refuses_forgeries() {
         let tokens = PageTokens::new(b"k".to_vec());
-        let t = Utc
-            .timestamp_micros(1_700_000_000_123_456)
-            .single()
-            .unwrap();
+        let t = Utc.timestamp_micros(1_700_000_000_123_456).single().unwrap();
         let tok = tokens.encode(t, "task-1");
-        assert_eq!(
-            tokens.decode(&tok).unwrap(),
-            Some((t, "task-1".to_string()))
-        );
+        assert_eq!(tokens.decode(&tok).unwrap(), Some((t, "task-1".to_string())));
         assert_eq!(tokens.decode("").unwrap(), None);
         let forged = PageTokens::new(b"other".to_vec()).encode(t, "task-1");
         let err = tokens.decode(&forged).unwrap_err();

@@ -9,9 +9,7 @@ use serde_json::{Map, Value};
 
 use crate::dispatch::{call, decode, Op, Output};
 use crate::error::{A2aError, ErrorKind, Result};
-use crate::http::{
-    is_json_content_type, json_response, rest_error, sse_response, HttpResponse, Service,
-};
+use crate::http::{is_json_content_type, json_response, rest_error, sse_response, HttpResponse, Service};
 use crate::types::TaskState;
 use crate::version::{self, Version};
 
@@ -44,11 +42,7 @@ pub fn route(method: &Method, path: &str) -> std::result::Result<(Route, String)
     let segments: Vec<String> = path
         .trim_start_matches('/')
         .split('/')
-        .map(|s| {
-            percent_encoding::percent_decode_str(s)
-                .decode_utf8_lossy()
-                .into_owned()
-        })
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
         .collect();
     match match_segments(method, &segments) {
         Err(NoRoute::NotFound) if segments.len() > 1 && !segments[0].is_empty() => {
@@ -89,29 +83,15 @@ fn match_segments(method: &Method, segs: &[String]) -> std::result::Result<Route
             }
         }
         ["tasks", task_id, "pushNotificationConfigs"] if !task_id.is_empty() => match *method {
-            Method::POST => Ok(Route::CreatePushConfig {
-                task_id: (*task_id).into(),
-            }),
-            Method::GET => Ok(Route::ListPushConfigs {
-                task_id: (*task_id).into(),
-            }),
+            Method::POST => Ok(Route::CreatePushConfig { task_id: (*task_id).into() }),
+            Method::GET => Ok(Route::ListPushConfigs { task_id: (*task_id).into() }),
             _ => Err(NoRoute::MethodNotAllowed("GET, POST")),
         },
-        ["tasks", task_id, "pushNotificationConfigs", id]
-            if !task_id.is_empty() && !id.is_empty() =>
-        {
-            match *method {
-                Method::GET => Ok(Route::GetPushConfig {
-                    task_id: (*task_id).into(),
-                    id: (*id).into(),
-                }),
-                Method::DELETE => Ok(Route::DeletePushConfig {
-                    task_id: (*task_id).into(),
-                    id: (*id).into(),
-                }),
-                _ => Err(NoRoute::MethodNotAllowed("GET, DELETE")),
-            }
-        }
+        ["tasks", task_id, "pushNotificationConfigs", id] if !task_id.is_empty() && !id.is_empty() => match *method {
+            Method::GET => Ok(Route::GetPushConfig { task_id: (*task_id).into(), id: (*id).into() }),
+            Method::DELETE => Ok(Route::DeletePushConfig { task_id: (*task_id).into(), id: (*id).into() }),
+            _ => Err(NoRoute::MethodNotAllowed("GET, DELETE")),
+        },
         ["extendedAgentCard"] if is(&Method::GET) => Ok(Route::GetExtendedCard),
         ["extendedAgentCard"] => Err(NoRoute::MethodNotAllowed("GET")),
         _ => Err(NoRoute::NotFound),
@@ -134,8 +114,7 @@ pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes
                 format!("{} is not allowed on {path}; use {allow}", parts.method),
             ));
             *resp.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
-            resp.headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static(allow));
+            resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
             return resp;
         }
     };
@@ -154,21 +133,15 @@ async fn serve(
 ) -> Result<HttpResponse> {
     let version = version::negotiate(&parts.headers, parts.uri.query())?;
     if version == Version::V0_3 {
-        return Err(A2aError::version_not_supported("0.3").with(
-            "hint",
-            "A2A 0.3 is served over JSON-RPC; send A2A-Version: 1.0 for HTTP+JSON",
-        ));
+        return Err(A2aError::version_not_supported("0.3")
+            .with("hint", "A2A 0.3 is served over JSON-RPC; send A2A-Version: 1.0 for HTTP+JSON"));
     }
     let ctx = service.call_context(parts, version)?;
     let op = decode_op(parts, body, route, tenant)?;
     match call(&service.engine, &ctx, op).await? {
         Output::Stream(events) => {
             let frames = events.map(|item| match item {
-                Ok(item) => crate::sse::frame(
-                    item.seq,
-                    None,
-                    &serde_json::to_string(&item.event).unwrap_or_default(),
-                ),
+                Ok(item) => crate::sse::frame(item.seq, None, &serde_json::to_string(&item.event).unwrap_or_default()),
                 Err(e) => {
                     crate::http::log_error(&e);
                     crate::sse::frame(None, Some("error"), &e.to_rest().to_string())
@@ -186,26 +159,15 @@ async fn serve(
                 Output::Card(c) => serde_json::to_vec(&c),
                 Output::Empty | Output::Stream(_) => Ok(b"{}".to_vec()),
             };
-            Ok(json_response(
-                StatusCode::OK,
-                value.map_err(|e| A2aError::internal(e.to_string()))?,
-            ))
+            Ok(json_response(StatusCode::OK, value.map_err(|e| A2aError::internal(e.to_string()))?))
         }
     }
 }
 
 /// Builds the request message from the body (POST) or the query (GET, DELETE), then the path.
-fn decode_op(
-    parts: &http::request::Parts,
-    body: Bytes,
-    route: Route,
-    tenant: String,
-) -> Result<Op> {
-    let mut fields = if parts.method == Method::POST {
-        body_object(parts, &body)?
-    } else {
-        query_object(parts.uri.query())?
-    };
+fn decode_op(parts: &http::request::Parts, body: Bytes, route: Route, tenant: String) -> Result<Op> {
+    let mut fields =
+        if parts.method == Method::POST { body_object(parts, &body)? } else { query_object(parts.uri.query())? };
     if !tenant.is_empty() {
         fields.insert("tenant".into(), Value::String(tenant));
     }
@@ -213,20 +175,13 @@ fn decode_op(
         fields.insert(k.into(), Value::String(v));
     };
     match &route {
-        Route::GetTask { id } | Route::CancelTask { id } | Route::SubscribeToTask { id } => {
-            set("id", id.clone())
-        }
-        Route::CreatePushConfig { task_id } | Route::ListPushConfigs { task_id } => {
-            set("taskId", task_id.clone())
-        }
+        Route::GetTask { id } | Route::CancelTask { id } | Route::SubscribeToTask { id } => set("id", id.clone()),
+        Route::CreatePushConfig { task_id } | Route::ListPushConfigs { task_id } => set("taskId", task_id.clone()),
         Route::GetPushConfig { task_id, id } | Route::DeletePushConfig { task_id, id } => {
             set("taskId", task_id.clone());
             set("id", id.clone());
         }
-        Route::SendMessage
-        | Route::SendStreamingMessage
-        | Route::ListTasks
-        | Route::GetExtendedCard => {}
+        Route::SendMessage | Route::SendStreamingMessage | Route::ListTasks | Route::GetExtendedCard => {}
     }
     if matches!(route, Route::CreatePushConfig { .. }) {
         // The path names the task: a body that names another one is contradictory.
@@ -253,15 +208,11 @@ fn body_object(parts: &http::request::Parts, body: &[u8]) -> Result<Map<String, 
         return Ok(Map::new());
     }
     if !is_json_content_type(&parts.headers) {
-        return Err(A2aError::invalid_request(
-            "Content-Type must be application/json",
-        ));
+        return Err(A2aError::invalid_request("Content-Type must be application/json"));
     }
     match serde_json::from_slice(body) {
         Ok(Value::Object(m)) => Ok(m),
-        Ok(_) => Err(A2aError::invalid_request(
-            "the request body must be a JSON object",
-        )),
+        Ok(_) => Err(A2aError::invalid_request("the request body must be a JSON object")),
         Err(e) => Err(A2aError::parse(format!("invalid JSON: {e}"))),
     }
 }
@@ -273,33 +224,25 @@ fn query_object(query: Option<&str>) -> Result<Map<String, Value>> {
     let Some(query) = query else { return Ok(out) };
     for pair in query.split('&').filter(|p| !p.is_empty()) {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-        let decode = |s: &str| {
-            percent_encoding::percent_decode_str(&s.replace('+', " "))
-                .decode_utf8_lossy()
-                .into_owned()
-        };
+        let decode =
+            |s: &str| percent_encoding::percent_decode_str(&s.replace('+', " ")).decode_utf8_lossy().into_owned();
         let (key, raw) = (decode(k), decode(v));
         let value = match key.as_str() {
             "historyLength" | "history_length" | "pageSize" | "page_size" => {
-                let n: i64 = raw.trim().parse().map_err(|_| {
-                    A2aError::invalid_field(&key, format!("{raw:?} is not an integer"))
-                })?;
+                let n: i64 = raw
+                    .trim()
+                    .parse()
+                    .map_err(|_| A2aError::invalid_field(&key, format!("{raw:?} is not an integer")))?;
                 Value::from(n)
             }
             "includeArtifacts" | "include_artifacts" => match raw.trim() {
                 "true" | "1" | "" => Value::Bool(true),
                 "false" | "0" => Value::Bool(false),
-                _ => {
-                    return Err(A2aError::invalid_field(
-                        &key,
-                        format!("{raw:?} is not a boolean (true or false)"),
-                    ))
-                }
+                _ => return Err(A2aError::invalid_field(&key, format!("{raw:?} is not a boolean (true or false)"))),
             },
             "status" => {
-                let state = TaskState::parse_lenient(&raw).ok_or_else(|| {
-                    A2aError::invalid_field("status", format!("unknown task state {raw:?}"))
-                })?;
+                let state = TaskState::parse_lenient(&raw)
+                    .ok_or_else(|| A2aError::invalid_field("status", format!("unknown task state {raw:?}")))?;
                 Value::String(state.as_str().into())
             }
             "contextId"
@@ -323,18 +266,9 @@ mod tests {
     #[test]
     fn routes_with_and_without_tenant() {
         let r = |m: Method, p: &str| route(&m, p);
-        assert_eq!(
-            r(Method::POST, "/message:send"),
-            Ok((Route::SendMessage, String::new()))
-        );
-        assert_eq!(
-            r(Method::POST, "/acme/message:stream"),
-            Ok((Route::SendStreamingMessage, "acme".into()))
-        );
-        assert_eq!(
-            r(Method::GET, "/tasks/t1"),
-            Ok((Route::GetTask { id: "t1".into() }, String::new()))
-        );
+        assert_eq!(r(Method::POST, "/message:send"), Ok((Route::SendMessage, String::new())));
+        assert_eq!(r(Method::POST, "/acme/message:stream"), Ok((Route::SendStreamingMessage, "acme".into())));
+        assert_eq!(r(Method::GET, "/tasks/t1"), Ok((Route::GetTask { id: "t1".into() }, String::new())));
         assert_eq!(
             r(Method::GET, "/acme/tasks/t1:subscribe"),
             Ok((Route::SubscribeToTask { id: "t1".into() }, "acme".into()))
@@ -345,43 +279,22 @@ mod tests {
         );
         assert_eq!(
             r(Method::DELETE, "/x/tasks/t1/pushNotificationConfigs/c1"),
-            Ok((
-                Route::DeletePushConfig {
-                    task_id: "t1".into(),
-                    id: "c1".into()
-                },
-                "x".into()
-            ))
+            Ok((Route::DeletePushConfig { task_id: "t1".into(), id: "c1".into() }, "x".into()))
         );
-        assert_eq!(
-            r(Method::GET, "/tenant/extendedAgentCard"),
-            Ok((Route::GetExtendedCard, "tenant".into()))
-        );
-        assert_eq!(
-            r(Method::DELETE, "/tasks"),
-            Err(NoRoute::MethodNotAllowed("GET"))
-        );
+        assert_eq!(r(Method::GET, "/tenant/extendedAgentCard"), Ok((Route::GetExtendedCard, "tenant".into())));
+        assert_eq!(r(Method::DELETE, "/tasks"), Err(NoRoute::MethodNotAllowed("GET")));
         assert_eq!(r(Method::GET, "/nope"), Err(NoRoute::NotFound));
     }
 
     #[test]
     fn query_parameters() {
-        let q = query_object(Some(
-            "status=input-required&pageSize=5&includeArtifacts=true&A2A-Version=1.0",
-        ))
-        .unwrap();
+        let q = query_object(Some("status=input-required&pageSize=5&includeArtifacts=true&A2A-Version=1.0")).unwrap();
         assert_eq!(q["status"], "TASK_STATE_INPUT_REQUIRED");
         assert_eq!(q["pageSize"], 5);
         assert_eq!(q["includeArtifacts"], true);
         assert!(!q.contains_key("A2A-Version"));
-        assert!(query_object(Some("pageSize=abc"))
-            .unwrap_err()
-            .message
-            .contains("pageSize"));
+        assert!(query_object(Some("pageSize=abc")).unwrap_err().message.contains("pageSize"));
         assert!(query_object(Some("status=TASK_STATE_WORKING")).is_ok());
-        assert!(query_object(Some("status=bogus"))
-            .unwrap_err()
-            .message
-            .contains("status"));
+        assert!(query_object(Some("status=bogus")).unwrap_err().message.contains("status"));
     }
 }

@@ -26,10 +26,7 @@ async fn serve_one(
     let (parts, body) = req.into_parts();
     let bytes = match Limited::new(body, service.limits.max_body).collect().await {
         Ok(collected) => collected.to_bytes(),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
             return Ok(to_hyper(service.payload_too_large(parts.uri.path())));
         }
         Err(e) => {
@@ -37,9 +34,7 @@ async fn serve_one(
             Bytes::new()
         }
     };
-    let response = service
-        .handle(hyper::Request::from_parts(parts, bytes))
-        .await;
+    let response = service.handle(hyper::Request::from_parts(parts, bytes)).await;
     Ok(to_hyper(response))
 }
 
@@ -47,9 +42,9 @@ fn to_hyper(response: http::Response<Body>) -> hyper::Response<OutBody> {
     let (parts, body) = response.into_parts();
     let body = match body {
         Body::Full(b) => Full::new(b).boxed_unsync(),
-        Body::Sse(stream) => BodyExt::boxed_unsync(StreamBody::new(
-            stream.map(|b| Ok::<_, Infallible>(Frame::data(b))),
-        )),
+        Body::Sse(stream) => {
+            BodyExt::boxed_unsync(StreamBody::new(stream.map(|b| Ok::<_, Infallible>(Frame::data(b)))))
+        }
     };
     hyper::Response::from_parts(parts, body)
 }
@@ -93,10 +88,7 @@ pub async fn serve(
     }
     drop(listener);
     tracing::info!("shutting down: draining open connections");
-    if tokio::time::timeout(grace, graceful.shutdown())
-        .await
-        .is_err()
-    {
+    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
         tracing::warn!("open connections did not finish within {grace:?}; closing them");
     }
     Ok(())

@@ -33,18 +33,12 @@ pub fn frame(id: Option<u64>, event: Option<&str>, data: &str) -> Bytes {
 
 /// Parses `Last-Event-ID` (a decimal sequence number; anything else is ignored).
 pub fn last_event_id(headers: &http::HeaderMap) -> Option<u64> {
-    headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
+    headers.get("last-event-id").and_then(|v| v.to_str().ok()).and_then(|v| v.trim().parse().ok())
 }
 
 /// Interleaves keep-alive comments into an SSE byte stream whenever it is idle for `every`.
 #[cfg(feature = "runtime")]
-pub fn with_keepalive(
-    inner: BoxStream<'static, Bytes>,
-    every: std::time::Duration,
-) -> BoxStream<'static, Bytes> {
+pub fn with_keepalive(inner: BoxStream<'static, Bytes>, every: std::time::Duration) -> BoxStream<'static, Bytes> {
     use futures::StreamExt;
     let state = (inner, false);
     futures::stream::unfold(state, move |(mut inner, done)| async move {
@@ -62,10 +56,7 @@ pub fn with_keepalive(
 
 /// Without a runtime there is no timer: the stream passes through unchanged.
 #[cfg(not(feature = "runtime"))]
-pub fn with_keepalive(
-    inner: BoxStream<'static, Bytes>,
-    _every: std::time::Duration,
-) -> BoxStream<'static, Bytes> {
+pub fn with_keepalive(inner: BoxStream<'static, Bytes>, _every: std::time::Duration) -> BoxStream<'static, Bytes> {
     inner
 }
 
@@ -76,9 +67,6 @@ mod tests {
     #[test]
     fn frames() {
         assert_eq!(&frame(Some(3), None, "{}")[..], b"id: 3\ndata: {}\n\n");
-        assert_eq!(
-            &frame(None, Some("error"), "a\nb")[..],
-            b"event: error\ndata: a\ndata: b\n\n"
-        );
+        assert_eq!(&frame(None, Some("error"), "a\nb")[..], b"event: error\ndata: a\ndata: b\n\n");
     }
 }

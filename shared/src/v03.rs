@@ -57,21 +57,10 @@ impl<'de> Deserialize<'de> for Part {
         };
         let metadata = w.metadata;
         match kind.as_str() {
-            "text" => Ok(Part::Text {
-                text: w.text.ok_or_else(|| D::Error::missing_field("text"))?,
-                metadata,
-            }),
-            "file" => Ok(Part::File {
-                file: w.file.ok_or_else(|| D::Error::missing_field("file"))?,
-                metadata,
-            }),
-            "data" => Ok(Part::Data {
-                data: w.data.ok_or_else(|| D::Error::missing_field("data"))?,
-                metadata,
-            }),
-            other => Err(D::Error::custom(format!(
-                "unknown part kind {other:?}; expected text, file or data"
-            ))),
+            "text" => Ok(Part::Text { text: w.text.ok_or_else(|| D::Error::missing_field("text"))?, metadata }),
+            "file" => Ok(Part::File { file: w.file.ok_or_else(|| D::Error::missing_field("file"))?, metadata }),
+            "data" => Ok(Part::Data { data: w.data.ok_or_else(|| D::Error::missing_field("data"))?, metadata }),
+            other => Err(D::Error::custom(format!("unknown part kind {other:?}; expected text, file or data"))),
         }
     }
 }
@@ -79,17 +68,9 @@ impl<'de> Deserialize<'de> for Part {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FileContent {
-    #[serde(
-        default,
-        alias = "fileWithBytes",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "fileWithBytes", skip_serializing_if = "Option::is_none")]
     pub bytes: Option<String>,
-    #[serde(
-        default,
-        alias = "fileWithUri",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "fileWithUri", skip_serializing_if = "Option::is_none")]
     pub uri: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
@@ -105,25 +86,14 @@ impl From<&v1::Part> for Part {
     fn from(p: &v1::Part) -> Self {
         let metadata = p.metadata.clone();
         let file = |bytes, uri| Part::File {
-            file: FileContent {
-                bytes,
-                uri,
-                mime_type: opt(&p.media_type),
-                name: opt(&p.filename),
-            },
+            file: FileContent { bytes, uri, mime_type: opt(&p.media_type), name: opt(&p.filename) },
             metadata: metadata.clone(),
         };
         match &p.content {
-            PartContent::Text(t) => Part::Text {
-                text: t.clone(),
-                metadata,
-            },
+            PartContent::Text(t) => Part::Text { text: t.clone(), metadata },
             PartContent::Raw(b) => file(Some(base64_bytes::encode(b)), None),
             PartContent::Url(u) => file(None, Some(u.clone())),
-            PartContent::Data(d) => Part::Data {
-                data: d.clone(),
-                metadata,
-            },
+            PartContent::Data(d) => Part::Data { data: d.clone(), metadata },
         }
     }
 }
@@ -131,21 +101,14 @@ impl From<&v1::Part> for Part {
 impl Part {
     fn into_v1(self, path: &str) -> Result<v1::Part> {
         Ok(match self {
-            Part::Text { text, metadata } => v1::Part {
-                metadata,
-                ..v1::Part::text(text)
-            },
-            Part::Data { data, metadata } => v1::Part {
-                metadata,
-                ..v1::Part::data(data)
-            },
+            Part::Text { text, metadata } => v1::Part { metadata, ..v1::Part::text(text) },
+            Part::Data { data, metadata } => v1::Part { metadata, ..v1::Part::data(data) },
             Part::File { file, metadata } => {
                 let content = match (file.bytes, file.uri) {
-                    (Some(b), None) => {
-                        PartContent::Raw(base64_bytes::decode(&b).map_err(|e| {
-                            A2aError::invalid_field(&format!("{path}.file.bytes"), e)
-                        })?)
-                    }
+                    (Some(b), None) => PartContent::Raw(
+                        base64_bytes::decode(&b)
+                            .map_err(|e| A2aError::invalid_field(&format!("{path}.file.bytes"), e))?,
+                    ),
                     (None, Some(u)) => PartContent::Url(u),
                     _ => {
                         return Err(A2aError::invalid_field(
@@ -207,11 +170,7 @@ impl From<&v1::Message> for Message {
             message_id: m.message_id.clone(),
             context_id: opt(&m.context_id),
             task_id: opt(&m.task_id),
-            role: if m.role == v1::Role::Agent {
-                Role::Agent
-            } else {
-                Role::User
-            },
+            role: if m.role == v1::Role::Agent { Role::Agent } else { Role::User },
             parts: m.parts.iter().map(Part::from).collect(),
             metadata: m.metadata.clone(),
             extensions: m.extensions.clone(),
@@ -252,10 +211,7 @@ pub fn state_to_wire(s: v1::TaskState) -> &'static str {
 pub fn state_from_wire(s: &str) -> Option<v1::TaskState> {
     match s {
         "unknown" => Some(v1::TaskState::Unspecified),
-        other => v1::TaskState::ALL
-            .iter()
-            .copied()
-            .find(|st| st.short_name() == other),
+        other => v1::TaskState::ALL.iter().copied().find(|st| st.short_name() == other),
     }
 }
 
@@ -273,10 +229,7 @@ impl From<&v1::TaskStatus> for TaskStatus {
         Self {
             state: state_to_wire(s.state).to_string(),
             message: s.message.as_ref().map(Message::from),
-            timestamp: s
-                .timestamp
-                .as_ref()
-                .map(v1::serde_helpers::timestamp::format),
+            timestamp: s.timestamp.as_ref().map(v1::serde_helpers::timestamp::format),
         }
     }
 }
@@ -285,15 +238,9 @@ impl TaskStatus {
     fn into_v1(self, path: &str) -> Result<v1::TaskStatus> {
         Ok(v1::TaskStatus {
             state: state_from_wire(&self.state).ok_or_else(|| {
-                A2aError::invalid_field(
-                    &format!("{path}.state"),
-                    format!("unknown state {:?}", self.state),
-                )
+                A2aError::invalid_field(&format!("{path}.state"), format!("unknown state {:?}", self.state))
             })?,
-            message: self
-                .message
-                .map(|m| m.into_v1(&format!("{path}.message")))
-                .transpose()?,
+            message: self.message.map(|m| m.into_v1(&format!("{path}.message"))).transpose()?,
             timestamp: self
                 .timestamp
                 .map(|t| v1::serde_helpers::timestamp::parse(&t))
@@ -370,10 +317,7 @@ impl From<&v1::Task> for Task {
             id: t.id.clone(),
             context_id: t.context_id.clone(),
             status: TaskStatus::from(&t.status),
-            artifacts: t
-                .artifacts
-                .as_ref()
-                .map(|a| a.iter().map(Artifact::from).collect()),
+            artifacts: t.artifacts.as_ref().map(|a| a.iter().map(Artifact::from).collect()),
             history: (!t.history.is_empty()).then(|| t.history.iter().map(Message::from).collect()),
             metadata: t.metadata.clone(),
         }
@@ -388,12 +332,7 @@ impl Task {
             status: self.status.into_v1(&format!("{path}.status"))?,
             artifacts: self
                 .artifacts
-                .map(|a| {
-                    a.into_iter()
-                        .enumerate()
-                        .map(|(i, a)| a.into_v1(&format!("{path}.artifacts[{i}]")))
-                        .collect()
-                })
+                .map(|a| a.into_iter().enumerate().map(|(i, a)| a.into_v1(&format!("{path}.artifacts[{i}]"))).collect())
                 .transpose()?,
             history: self
                 .history
@@ -528,16 +467,14 @@ impl Event {
                 status: u.status.into_v1("status")?,
                 metadata: u.metadata,
             }),
-            Event::ArtifactUpdate(u) => {
-                v1::StreamResponse::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
-                    task_id: u.task_id,
-                    context_id: u.context_id,
-                    artifact: u.artifact.into_v1("artifact")?,
-                    append: u.append,
-                    last_chunk: u.last_chunk,
-                    metadata: u.metadata,
-                })
-            }
+            Event::ArtifactUpdate(u) => v1::StreamResponse::ArtifactUpdate(v1::TaskArtifactUpdateEvent {
+                task_id: u.task_id,
+                context_id: u.context_id,
+                artifact: u.artifact.into_v1("artifact")?,
+                append: u.append,
+                last_chunk: u.last_chunk,
+                metadata: u.metadata,
+            }),
         })
     }
 }
@@ -606,10 +543,10 @@ impl From<&v1::TaskPushNotificationConfig> for TaskPushNotificationConfig {
                 id: opt(&c.id),
                 url: c.url.clone(),
                 token: opt(&c.token),
-                authentication: c.authentication.as_ref().map(|a| PushAuthentication {
-                    schemes: vec![a.scheme.clone()],
-                    credentials: opt(&a.credentials),
-                }),
+                authentication: c
+                    .authentication
+                    .as_ref()
+                    .map(|a| PushAuthentication { schemes: vec![a.scheme.clone()], credentials: opt(&a.credentials) }),
             },
         }
     }
@@ -644,18 +581,11 @@ impl MessageSendParams {
         let message = self.message.into_v1("message")?;
         let configuration = self.configuration.map(|c| v1::SendMessageConfiguration {
             accepted_output_modes: c.accepted_output_modes,
-            task_push_notification_config: c
-                .push_notification_config
-                .map(|p| p.into_v1(message.task_id.clone())),
+            task_push_notification_config: c.push_notification_config.map(|p| p.into_v1(message.task_id.clone())),
             history_length: c.history_length,
             return_immediately: c.blocking == Some(false),
         });
-        Ok(v1::SendMessageRequest {
-            tenant: String::new(),
-            message,
-            configuration,
-            metadata: self.metadata,
-        })
+        Ok(v1::SendMessageRequest { tenant: String::new(), message, configuration, metadata: self.metadata })
     }
 }
 
@@ -709,22 +639,12 @@ pub fn card_to_wire(card: &v1::AgentCard) -> Value {
         .filter(|i| i.protocol_version.starts_with("0.3"))
         .map(|i| json!({"url": i.url, "transport": i.protocol_binding}))
         .collect();
-    let schemes: serde_json::Map<String, Value> = card
-        .security_schemes
-        .iter()
-        .map(|(name, s)| (name.clone(), security_scheme_to_wire(s)))
-        .collect();
+    let schemes: serde_json::Map<String, Value> =
+        card.security_schemes.iter().map(|(name, s)| (name.clone(), security_scheme_to_wire(s))).collect();
     let security: Vec<Value> = card
         .security_requirements
         .iter()
-        .map(|r| {
-            Value::Object(
-                r.schemes
-                    .iter()
-                    .map(|(k, v)| (k.clone(), json!(v.list)))
-                    .collect(),
-            )
-        })
+        .map(|r| Value::Object(r.schemes.iter().map(|(k, v)| (k.clone(), json!(v.list))).collect()))
         .collect();
     let mut out = json!({
         "protocolVersion": "0.3.0",
@@ -782,10 +702,9 @@ fn security_scheme_to_wire(s: &v1::SecurityScheme) -> Value {
         v
     };
     match s {
-        v1::SecurityScheme::ApiKeySecurityScheme(k) => with_description(
-            json!({"type": "apiKey", "in": k.location, "name": k.name}),
-            &k.description,
-        ),
+        v1::SecurityScheme::ApiKeySecurityScheme(k) => {
+            with_description(json!({"type": "apiKey", "in": k.location, "name": k.name}), &k.description)
+        }
         v1::SecurityScheme::HttpAuthSecurityScheme(h) => {
             let mut v = json!({"type": "http", "scheme": h.scheme});
             if !h.bearer_format.is_empty() {
@@ -801,17 +720,12 @@ fn security_scheme_to_wire(s: &v1::SecurityScheme) -> Value {
                 v1::OAuthFlows::Password(f) => ("password", f),
                 v1::OAuthFlows::DeviceCode(f) => ("deviceCode", f),
             };
-            with_description(
-                json!({"type": "oauth2", "flows": {name: flow}}),
-                &o.description,
-            )
+            with_description(json!({"type": "oauth2", "flows": {name: flow}}), &o.description)
         }
         v1::SecurityScheme::OpenIdConnectSecurityScheme(o) => with_description(
             json!({"type": "openIdConnect", "openIdConnectUrl": o.open_id_connect_url}),
             &o.description,
         ),
-        v1::SecurityScheme::MtlsSecurityScheme(m) => {
-            with_description(json!({"type": "mutualTLS"}), &m.description)
-        }
+        v1::SecurityScheme::MtlsSecurityScheme(m) => with_description(json!({"type": "mutualTLS"}), &m.description),
     }
 }

@@ -43,10 +43,7 @@ const VERSION_NAMES: [&str; 2] = ["a2a-version", "opvs-version"];
 const EXTENSION_NAMES: [&str; 2] = ["a2a-extensions", "opvs-extensions"];
 
 fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Option<&'a str> {
-    names
-        .iter()
-        .find_map(|n| headers.get(*n))
-        .and_then(|v| v.to_str().ok())
+    names.iter().find_map(|n| headers.get(*n)).and_then(|v| v.to_str().ok())
 }
 
 /// The raw value of a query parameter (names compared case-insensitively).
@@ -55,11 +52,10 @@ pub fn query_param(query: Option<&str>, names: &[&str]) -> Option<String> {
     query.split('&').find_map(|pair| {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         let k = percent_encoding::percent_decode_str(k).decode_utf8().ok()?;
-        names.iter().any(|n| k.eq_ignore_ascii_case(n)).then(|| {
-            percent_encoding::percent_decode_str(&v.replace('+', " "))
-                .decode_utf8_lossy()
-                .into_owned()
-        })
+        names
+            .iter()
+            .any(|n| k.eq_ignore_ascii_case(n))
+            .then(|| percent_encoding::percent_decode_str(&v.replace('+', " ")).decode_utf8_lossy().into_owned())
     })
 }
 
@@ -83,11 +79,7 @@ pub fn requested_extensions(headers: &HeaderMap, query: Option<&str>) -> Vec<Str
         .collect();
     if out.is_empty() {
         if let Some(q) = query_param(query, &EXTENSION_NAMES) {
-            out.extend(
-                q.split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| !s.is_empty()),
-            );
+            out.extend(q.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()));
         }
     }
     out
@@ -96,16 +88,10 @@ pub fn requested_extensions(headers: &HeaderMap, query: Option<&str>) -> Vec<Str
 /// ExtensionSupportRequired when the card marks an extension `required` and the client did not
 /// activate it.
 pub fn check_required_extensions(declared: &[AgentExtension], requested: &[String]) -> Result<()> {
-    match declared
-        .iter()
-        .find(|e| e.required && !requested.iter().any(|r| r == &e.uri))
-    {
+    match declared.iter().find(|e| e.required && !requested.iter().any(|r| r == &e.uri)) {
         Some(missing) => Err(A2aError::new(
             ErrorKind::ExtensionSupportRequired,
-            format!(
-                "the agent requires extension {}; send it in the A2A-Extensions header",
-                missing.uri
-            ),
+            format!("the agent requires extension {}; send it in the A2A-Extensions header", missing.uri),
         )
         .with("extension", missing.uri.clone())),
         None => Ok(()),
@@ -124,25 +110,15 @@ mod tests {
         assert_eq!(Version::parse("1.0").unwrap(), Version::V1_0);
         assert_eq!(Version::parse("1.0.1").unwrap(), Version::V1_0);
         for bad in ["2.0", "1.1", "0.2", "abc", "1"] {
-            assert_eq!(
-                Version::parse(bad).unwrap_err().kind,
-                ErrorKind::VersionNotSupported,
-                "{bad}"
-            );
+            assert_eq!(Version::parse(bad).unwrap_err().kind, ErrorKind::VersionNotSupported, "{bad}");
         }
     }
 
     #[test]
     fn header_query_and_alias() {
         let mut h = HeaderMap::new();
-        assert_eq!(
-            negotiate(&h, Some("A2A-Version=1.0")).unwrap(),
-            Version::V1_0
-        );
-        assert_eq!(
-            negotiate(&h, Some("x=1&OPVS-Version=1.0")).unwrap(),
-            Version::V1_0
-        );
+        assert_eq!(negotiate(&h, Some("A2A-Version=1.0")).unwrap(), Version::V1_0);
+        assert_eq!(negotiate(&h, Some("x=1&OPVS-Version=1.0")).unwrap(), Version::V1_0);
         assert_eq!(negotiate(&h, None).unwrap(), Version::V0_3);
         h.insert("OPVS-Version", "1.0".parse().unwrap());
         assert_eq!(negotiate(&h, None).unwrap(), Version::V1_0);

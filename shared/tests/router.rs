@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 //! Router-level tests: requests go through `Service::handle` (no socket) against the embedded
 //! engine with the conformance agent, and assertions are on what a client sees on the wire.
 
@@ -33,17 +35,12 @@ fn agent() -> Agent {
 
 fn agent_with(setup: Setup) -> Agent {
     let auth: Arc<dyn Authenticator> = match setup.api_keys {
-        Some(spec) => {
-            Arc::new(ApiKeyAuth::new("X-API-Key", ApiKeyAuth::parse_pairs(spec)).unwrap())
-        }
+        Some(spec) => Arc::new(ApiKeyAuth::new("X-API-Key", ApiKeyAuth::parse_pairs(spec)).unwrap()),
         None => Arc::new(Anonymous),
     };
     let mut conformance = ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock));
     conformance.long_task = Duration::from_millis(1500);
-    let extended = setup.extended.then(|| AgentCard {
-        name: "Extended".into(),
-        ..default_card()
-    });
+    let extended = setup.extended.then(|| AgentCard { name: "Extended".into(), ..default_card() });
     let embedded = start(EmbeddedConfig {
         public_url: "http://agent.test".into(),
         card: setup.card.unwrap_or_else(default_card),
@@ -55,9 +52,7 @@ fn agent_with(setup: Setup) -> Agent {
             cancel_timeout: Duration::from_secs(2),
             ..Default::default()
         },
-        limits: Limits {
-            max_body: setup.max_body.unwrap_or(1 << 20),
-        },
+        limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20) },
     });
     Agent { embedded }
 }
@@ -84,43 +79,28 @@ impl Agent {
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
-        let req = req
-            .body(Bytes::from(body.unwrap_or("").to_string()))
-            .unwrap();
+        let req = req.body(Bytes::from(body.unwrap_or("").to_string())).unwrap();
         let resp = self.embedded.service.handle(req).await;
         let (parts, body) = resp.into_parts();
         (parts.status.as_u16(), parts.headers, body)
     }
 
-    async fn call(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Option<&str>,
-    ) -> Resp {
+    async fn call(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
         let (status, headers, body) = self.send(method, path, headers, body).await;
         let raw = body.bytes();
         let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-        Resp {
-            status,
-            headers,
-            body,
-            raw,
-        }
+        Resp { status, headers, body, raw }
     }
 
     /// JSON-RPC with the 1.0 version header.
     async fn rpc(&self, method: &str, params: Value) -> Value {
-        self.rpc_with(method, params, &[("A2A-Version", "1.0")])
-            .await
+        self.rpc_with(method, params, &[("A2A-Version", "1.0")]).await
     }
 
     async fn rpc_with(&self, method: &str, params: Value, headers: &[(&str, &str)]) -> Value {
         let mut h = vec![("content-type", "application/json")];
         h.extend_from_slice(headers);
-        let body =
-            json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
         let r = self.call("POST", "/", &h, Some(&body)).await;
         assert_eq!(r.body["id"], 7, "{}", r.body);
         r.body
@@ -129,44 +109,22 @@ impl Agent {
     /// REST with the 1.0 version header.
     async fn rest(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
         let body = body.map(|b| b.to_string());
-        self.call(
-            method,
-            path,
-            &[("A2A-Version", "1.0"), ("content-type", "application/json")],
-            body.as_deref(),
-        )
-        .await
+        self.call(method, path, &[("A2A-Version", "1.0"), ("content-type", "application/json")], body.as_deref()).await
     }
 
-    async fn sse(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Option<&str>,
-    ) -> (u16, Sse) {
+    async fn sse(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> (u16, Sse) {
         let (status, h, body) = self.send(method, path, headers, body).await;
         match body {
             Body::Sse(stream) => {
                 assert_eq!(h["content-type"], "text/event-stream");
                 let chunks: Vec<Bytes> =
-                    tokio::time::timeout(Duration::from_secs(20), stream.collect())
-                        .await
-                        .expect("stream ended");
-                let text: String = chunks
-                    .iter()
-                    .map(|c| String::from_utf8_lossy(c).into_owned())
-                    .collect();
+                    tokio::time::timeout(Duration::from_secs(20), stream.collect()).await.expect("stream ended");
+                let text: String = chunks.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
                 (status, parse_sse(&text))
             }
-            Body::Full(b) => (
-                status,
-                vec![(
-                    None,
-                    Some("body".into()),
-                    serde_json::from_slice(&b).unwrap_or(Value::Null),
-                )],
-            ),
+            Body::Full(b) => {
+                (status, vec![(None, Some("body".into()), serde_json::from_slice(&b).unwrap_or(Value::Null))])
+            }
         }
     }
 }
@@ -195,10 +153,7 @@ fn msg(id: &str, text: &str) -> Value {
 }
 
 fn reason(err: &Value) -> &str {
-    err["data"][0]["reason"]
-        .as_str()
-        .or_else(|| err["error"]["details"][0]["reason"].as_str())
-        .unwrap_or("")
+    err["data"][0]["reason"].as_str().or_else(|| err["error"]["details"][0]["reason"].as_str()).unwrap_or("")
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -206,38 +161,20 @@ fn reason(err: &Value) -> &str {
 #[tokio::test]
 async fn agent_card_versions_caching_and_errors() {
     let a = agent();
-    let r = a
-        .call(
-            "GET",
-            "/.well-known/agent-card.json",
-            &[("A2A-Version", "1.0")],
-            None,
-        )
-        .await;
+    let r = a.call("GET", "/.well-known/agent-card.json", &[("A2A-Version", "1.0")], None).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.headers["content-type"], "application/json");
-    assert!(r.headers["cache-control"]
-        .to_str()
-        .unwrap()
-        .contains("max-age="));
+    assert!(r.headers["cache-control"].to_str().unwrap().contains("max-age="));
     assert!(r.headers.contains_key("last-modified"));
     let ifaces = r.body["supportedInterfaces"].as_array().unwrap();
     assert!(ifaces.iter().any(|i| i["protocolBinding"] == "JSONRPC"
         && i["protocolVersion"] == "1.0"
         && i["url"] == "http://agent.test"));
-    assert!(ifaces
-        .iter()
-        .any(|i| i["protocolBinding"] == "HTTP+JSON" && i["protocolVersion"] == "1.0"));
+    assert!(ifaces.iter().any(|i| i["protocolBinding"] == "HTTP+JSON" && i["protocolVersion"] == "1.0"));
     assert_eq!(r.body["capabilities"]["streaming"], true);
     let etag = r.headers["etag"].to_str().unwrap().to_string();
-    let r2 = a
-        .call(
-            "GET",
-            "/.well-known/agent-card.json",
-            &[("A2A-Version", "1.0"), ("If-None-Match", &etag)],
-            None,
-        )
-        .await;
+    let r2 =
+        a.call("GET", "/.well-known/agent-card.json", &[("A2A-Version", "1.0"), ("If-None-Match", &etag)], None).await;
     assert_eq!(r2.status, 304);
     assert!(r2.raw.is_empty());
 
@@ -249,14 +186,7 @@ async fn agent_card_versions_caching_and_errors() {
         assert_eq!(r.body["preferredTransport"], "JSONRPC");
         assert_eq!(r.body["protocolVersion"], "0.3.0");
     }
-    let r = a
-        .call(
-            "GET",
-            "/.well-known/agent-card.json",
-            &[("A2A-Version", "2.0")],
-            None,
-        )
-        .await;
+    let r = a.call("GET", "/.well-known/agent-card.json", &[("A2A-Version", "2.0")], None).await;
     assert_eq!(r.status, 400);
     assert_eq!(reason(&r.body), "VERSION_NOT_SUPPORTED");
 }
@@ -264,9 +194,7 @@ async fn agent_card_versions_caching_and_errors() {
 #[tokio::test]
 async fn blocking_send_completes_with_an_echo_artifact() {
     let a = agent();
-    let v = a
-        .rpc("SendMessage", json!({"message": msg("m-1", "hello there")}))
-        .await;
+    let v = a.rpc("SendMessage", json!({"message": msg("m-1", "hello there")})).await;
     let task = &v["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
     assert_eq!(task["artifacts"][0]["parts"][0]["text"], "hello there");
@@ -275,18 +203,15 @@ async fn blocking_send_completes_with_an_echo_artifact() {
     assert!(task["status"]["timestamp"].as_str().unwrap().ends_with('Z'));
 
     // historyLength 0 leaves history out; returnImmediately answers before the agent runs.
+    let v = a.rpc("SendMessage", json!({"message": msg("m-2", "x"), "configuration": {"historyLength": 0}})).await;
+    assert!(v["result"]["task"].get("history").is_none(), "{v}");
     let v = a
         .rpc(
             "SendMessage",
-            json!({"message": msg("m-2", "x"), "configuration": {"historyLength": 0}}),
+            json!({"message": msg("test-resubscribe-message-id-1", "x"), "configuration": {"returnImmediately": true}}),
         )
         .await;
-    assert!(v["result"]["task"].get("history").is_none(), "{v}");
-    let v = a.rpc("SendMessage", json!({"message": msg("test-resubscribe-message-id-1", "x"), "configuration": {"returnImmediately": true}})).await;
-    assert_eq!(
-        v["result"]["task"]["status"]["state"],
-        "TASK_STATE_SUBMITTED"
-    );
+    assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
 }
 
 #[tokio::test]
@@ -294,76 +219,40 @@ async fn conformance_behaviours() {
     let a = agent();
     let send = |id: &'static str| a.rpc("SendMessage", json!({"message": msg(id, "hi")}));
     let v = send("tck-complete-task-1").await;
-    assert_eq!(
-        v["result"]["task"]["status"]["message"]["parts"][0]["text"],
-        "Hello from TCK"
-    );
+    assert_eq!(v["result"]["task"]["status"]["message"]["parts"][0]["text"], "Hello from TCK");
     let v = send("tck-artifact-text-1").await;
-    assert_eq!(
-        v["result"]["task"]["artifacts"][0]["parts"][0]["text"],
-        "Generated text content"
-    );
+    assert_eq!(v["result"]["task"]["artifacts"][0]["parts"][0]["text"], "Generated text content");
     let v = send("tck-artifact-file-1").await;
     let part = &v["result"]["task"]["artifacts"][0]["parts"][0];
     assert_eq!(
-        (
-            part["raw"].as_str(),
-            part["filename"].as_str(),
-            part["mediaType"].as_str()
-        ),
+        (part["raw"].as_str(), part["filename"].as_str(), part["mediaType"].as_str()),
         (Some("dGNr"), Some("output.txt"), Some("text/plain"))
     );
     let v = send("tck-artifact-file-url-1").await;
-    assert_eq!(
-        v["result"]["task"]["artifacts"][0]["parts"][0]["url"],
-        "https://example.com/output.txt"
-    );
+    assert_eq!(v["result"]["task"]["artifacts"][0]["parts"][0]["url"], "https://example.com/output.txt");
     let v = send("tck-artifact-data-1").await;
-    assert_eq!(
-        v["result"]["task"]["artifacts"][0]["parts"][0]["data"],
-        json!({"key": "value", "count": 42})
-    );
+    assert_eq!(v["result"]["task"]["artifacts"][0]["parts"][0]["data"], json!({"key": "value", "count": 42}));
     let v = send("tck-message-response-1").await;
-    assert_eq!(
-        v["result"]["message"]["parts"][0]["text"], "Direct message response",
-        "{v}"
-    );
+    assert_eq!(v["result"]["message"]["parts"][0]["text"], "Direct message response", "{v}");
     assert_eq!(v["result"]["message"]["role"], "ROLE_AGENT");
     let v = send("tck-reject-task-1").await;
-    assert_eq!(
-        v["result"]["task"]["status"]["state"],
-        "TASK_STATE_REJECTED"
-    );
-    assert_eq!(
-        v["result"]["task"]["status"]["message"]["parts"][0]["text"],
-        "rejected"
-    );
+    assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_REJECTED");
+    assert_eq!(v["result"]["task"]["status"]["message"]["parts"][0]["text"], "rejected");
 }
 
 #[tokio::test]
 async fn multi_turn_input_required_and_task_rules() {
     let a = agent();
-    let v = a
-        .rpc(
-            "SendMessage",
-            json!({"message": msg("tck-input-required-1", "book")}),
-        )
-        .await;
+    let v = a.rpc("SendMessage", json!({"message": msg("tck-input-required-1", "book")})).await;
     let task = v["result"]["task"].clone();
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
-    let (task_id, context_id) = (
-        task["id"].as_str().unwrap(),
-        task["contextId"].as_str().unwrap(),
-    );
+    let (task_id, context_id) = (task["id"].as_str().unwrap(), task["contextId"].as_str().unwrap());
 
     // Mismatching contextId is rejected, naming the field.
     let bad = json!({"message": {"messageId": "f0", "role": "ROLE_USER", "taskId": task_id, "contextId": "other", "parts": [{"text": "x"}]}});
     let v = a.rpc("SendMessage", bad).await;
     assert_eq!(v["error"]["code"], -32602);
-    assert!(v["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("message.contextId"));
+    assert!(v["error"]["message"].as_str().unwrap().contains("message.contextId"));
 
     // Follow-up with the taskId only: contextId inherited, task continues and completes.
     let follow = json!({"message": {"messageId": "follow-1", "role": "ROLE_USER", "taskId": task_id, "parts": [{"text": "NYC"}]}});
@@ -371,17 +260,14 @@ async fn multi_turn_input_required_and_task_rules() {
     let t = &v["result"]["task"];
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
     assert_eq!(t["contextId"], context_id);
-    assert_eq!(
-        t["history"].as_array().unwrap().len(),
-        4,
-        "user, agent question, user answer, agent answer: {t}"
-    );
+    assert_eq!(t["history"].as_array().unwrap().len(), 4, "user, agent question, user answer, agent answer: {t}");
 
     // Terminal tasks take no more messages; unknown tasks are not found.
     let v = a.rpc("SendMessage", follow).await;
     assert_eq!(v["error"]["code"], -32004);
     assert_eq!(reason(&v["error"]), "UNSUPPORTED_OPERATION");
-    let unknown = json!({"message": {"messageId": "u", "role": "ROLE_USER", "taskId": "nope", "parts": [{"text": "x"}]}});
+    let unknown =
+        json!({"message": {"messageId": "u", "role": "ROLE_USER", "taskId": "nope", "parts": [{"text": "x"}]}});
     let v = a.rpc("SendMessage", unknown).await;
     assert_eq!(v["error"]["code"], -32001);
     assert_eq!(v["error"]["data"][0]["metadata"]["taskId"], "nope");
@@ -397,9 +283,7 @@ async fn get_list_cancel() {
         let v = a.rpc("SendMessage", json!({"message": {"messageId": format!("m{i}"), "role": "ROLE_USER", "contextId": ctx, "parts": [{"text": "x"}]}})).await;
         ids.push(v["result"]["task"]["id"].as_str().unwrap().to_string());
     }
-    let v = a
-        .rpc("GetTask", json!({"id": ids[0], "historyLength": 1}))
-        .await;
+    let v = a.rpc("GetTask", json!({"id": ids[0], "historyLength": 1})).await;
     assert_eq!(v["result"]["history"].as_array().unwrap().len(), 1);
     let v = a.rpc("GetTask", json!({"id": "missing"})).await;
     assert_eq!(v["error"]["code"], -32001);
@@ -409,30 +293,15 @@ async fn get_list_cancel() {
     assert_eq!(r["totalSize"], 5);
     assert_eq!(r["pageSize"], 2);
     assert_eq!(r["tasks"].as_array().unwrap().len(), 2);
-    assert!(
-        r["tasks"][0].get("artifacts").is_none(),
-        "artifacts omitted without includeArtifacts"
-    );
+    assert!(r["tasks"][0].get("artifacts").is_none(), "artifacts omitted without includeArtifacts");
     // Newest first: the last task created comes first.
     assert_eq!(r["tasks"][0]["id"], ids[4].as_str());
-    let mut seen: Vec<String> = r["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["id"].as_str().unwrap().to_string())
-        .collect();
+    let mut seen: Vec<String> =
+        r["tasks"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_string()).collect();
     let mut token = r["nextPageToken"].as_str().unwrap().to_string();
     while !token.is_empty() {
-        let v = a
-            .rpc("ListTasks", json!({"pageSize": 2, "pageToken": token}))
-            .await;
-        seen.extend(
-            v["result"]["tasks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|t| t["id"].as_str().unwrap().to_string()),
-        );
+        let v = a.rpc("ListTasks", json!({"pageSize": 2, "pageToken": token})).await;
+        seen.extend(v["result"]["tasks"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_string()));
         token = v["result"]["nextPageToken"].as_str().unwrap().to_string();
     }
     seen.sort();
@@ -440,54 +309,34 @@ async fn get_list_cancel() {
     all.sort();
     assert_eq!(seen, all);
 
-    let v = a
-        .rpc(
-            "ListTasks",
-            json!({"contextId": "ctx-even", "includeArtifacts": true}),
-        )
-        .await;
+    let v = a.rpc("ListTasks", json!({"contextId": "ctx-even", "includeArtifacts": true})).await;
     assert_eq!(v["result"]["totalSize"], 3);
     assert_eq!(v["result"]["nextPageToken"], "");
     assert!(v["result"]["tasks"][0]["artifacts"].is_array());
-    let v = a
-        .rpc("ListTasks", json!({"status": "TASK_STATE_WORKING"}))
-        .await;
+    let v = a.rpc("ListTasks", json!({"status": "TASK_STATE_WORKING"})).await;
     assert_eq!(v["result"]["totalSize"], 0);
-    let v = a
-        .rpc(
-            "ListTasks",
-            json!({"statusTimestampAfter": "2099-01-01T00:00:00Z"}),
-        )
-        .await;
+    let v = a.rpc("ListTasks", json!({"statusTimestampAfter": "2099-01-01T00:00:00Z"})).await;
     assert_eq!(v["result"]["totalSize"], 0);
-    let v = a
-        .rpc("ListTasks", json!({"pageToken": "forged.token"}))
-        .await;
+    let v = a.rpc("ListTasks", json!({"pageToken": "forged.token"})).await;
     assert_eq!(v["error"]["code"], -32602);
-    assert!(v["error"]["message"]
-        .as_str()
-        .unwrap()
-        .contains("pageToken"));
+    assert!(v["error"]["message"].as_str().unwrap().contains("pageToken"));
 
     // REST: query parameters per spec §11.
-    let r = a
-        .rest(
-            "GET",
-            "/tasks?contextId=ctx-odd&status=completed&pageSize=10",
-            None,
-        )
-        .await;
+    let r = a.rest("GET", "/tasks?contextId=ctx-odd&status=completed&pageSize=10", None).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body["totalSize"], 2);
 
     // Cancel: a completed task is not cancelable; a running one is canceled.
     let v = a.rpc("CancelTask", json!({"id": ids[0]})).await;
     assert_eq!(v["error"]["code"], -32002);
-    let r = a
-        .rest("POST", &format!("/tasks/{}:cancel", ids[0]), None)
-        .await;
+    let r = a.rest("POST", &format!("/tasks/{}:cancel", ids[0]), None).await;
     assert_eq!(r.status, 409);
-    let v = a.rpc("SendMessage", json!({"message": msg("test-resubscribe-message-id-2", "x"), "configuration": {"returnImmediately": true}})).await;
+    let v = a
+        .rpc(
+            "SendMessage",
+            json!({"message": msg("test-resubscribe-message-id-2", "x"), "configuration": {"returnImmediately": true}}),
+        )
+        .await;
     let long = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let v = a.rpc("CancelTask", json!({"id": long})).await;
     assert_eq!(v["result"]["status"]["state"], "TASK_STATE_CANCELED", "{v}");
@@ -498,16 +347,9 @@ async fn get_list_cancel() {
 #[tokio::test]
 async fn cancel_an_interrupted_task() {
     let a = agent();
-    let v = a
-        .rpc(
-            "SendMessage",
-            json!({"message": msg("tck-input-required-9", "x")}),
-        )
-        .await;
+    let v = a.rpc("SendMessage", json!({"message": msg("tck-input-required-9", "x")})).await;
     let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
-    let r = a
-        .rest("POST", &format!("/tasks/{id}:cancel"), Some(json!({})))
-        .await;
+    let r = a.rest("POST", &format!("/tasks/{id}:cancel"), Some(json!({}))).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.body["status"]["state"], "TASK_STATE_CANCELED");
 }
@@ -516,59 +358,24 @@ async fn cancel_an_interrupted_task() {
 async fn streaming_order_in_both_versions() {
     let a = agent();
     let body = json!({"jsonrpc": "2.0", "id": "s1", "method": "SendStreamingMessage", "params": {"message": msg("tck-stream-001", "go")}}).to_string();
-    let (status, events) = a
-        .sse(
-            "POST",
-            "/",
-            &[("content-type", "application/json"), ("A2A-Version", "1.0")],
-            Some(&body),
-        )
-        .await;
+    let (status, events) =
+        a.sse("POST", "/", &[("content-type", "application/json"), ("A2A-Version", "1.0")], Some(&body)).await;
     assert_eq!(status, 200);
-    let kinds: Vec<&str> = events
-        .iter()
-        .map(|(_, _, v)| {
-            v["result"]
-                .as_object()
-                .unwrap()
-                .keys()
-                .next()
-                .unwrap()
-                .as_str()
-        })
-        .collect();
-    assert_eq!(
-        kinds,
-        ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]
-    );
+    let kinds: Vec<&str> =
+        events.iter().map(|(_, _, v)| v["result"].as_object().unwrap().keys().next().unwrap().as_str()).collect();
+    assert_eq!(kinds, ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]);
     assert!(events.iter().all(|(_, _, v)| v["id"] == "s1"));
     let ids: Vec<u64> = events.iter().map(|(id, _, _)| id.unwrap()).collect();
     assert_eq!(ids, [0, 1, 2, 3]);
-    assert_eq!(
-        events[3].2["result"]["statusUpdate"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    assert_eq!(events[3].2["result"]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
 
     // 0.3: kind-tagged events, `final` on the last status update, no version header.
     let body = json!({"jsonrpc": "2.0", "id": 2, "method": "message/stream", "params": {"message":
         {"kind": "message", "messageId": "tck-stream-ordering-001", "role": "user", "parts": [{"kind": "text", "text": "go"}]}}})
     .to_string();
-    let (_, events) = a
-        .sse(
-            "POST",
-            "/",
-            &[("content-type", "application/json")],
-            Some(&body),
-        )
-        .await;
-    let kinds: Vec<&str> = events
-        .iter()
-        .map(|(_, _, v)| v["result"]["kind"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        kinds,
-        ["task", "status-update", "artifact-update", "status-update"]
-    );
+    let (_, events) = a.sse("POST", "/", &[("content-type", "application/json")], Some(&body)).await;
+    let kinds: Vec<&str> = events.iter().map(|(_, _, v)| v["result"]["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["task", "status-update", "artifact-update", "status-update"]);
     assert_eq!(events[0].2["result"]["status"]["state"], "submitted");
     assert_eq!(events[1].2["result"]["final"], false);
     assert_eq!(events[3].2["result"]["final"], true);
@@ -577,28 +384,15 @@ async fn streaming_order_in_both_versions() {
     // REST stream, chunked artifact; a message-only stream holds exactly one message.
     let body = json!({"message": msg("tck-stream-artifact-chunked", "go")}).to_string();
     let (_, events) = a
-        .sse(
-            "POST",
-            "/message:stream",
-            &[("content-type", "application/json"), ("A2A-Version", "1.0")],
-            Some(&body),
-        )
+        .sse("POST", "/message:stream", &[("content-type", "application/json"), ("A2A-Version", "1.0")], Some(&body))
         .await;
-    let chunks: Vec<&Value> = events
-        .iter()
-        .filter_map(|(_, _, v)| v.get("artifactUpdate"))
-        .collect();
+    let chunks: Vec<&Value> = events.iter().filter_map(|(_, _, v)| v.get("artifactUpdate")).collect();
     assert_eq!(chunks.len(), 2);
     assert_eq!(chunks[1]["append"], true);
     assert_eq!(chunks[1]["lastChunk"], true);
     let body = json!({"message": msg("tck-message-response-2", "go")}).to_string();
     let (_, events) = a
-        .sse(
-            "POST",
-            "/message:stream",
-            &[("content-type", "application/json"), ("A2A-Version", "1.0")],
-            Some(&body),
-        )
+        .sse("POST", "/message:stream", &[("content-type", "application/json"), ("A2A-Version", "1.0")], Some(&body))
         .await;
     assert_eq!(events.len(), 1);
     assert!(events[0].2.get("message").is_some());
@@ -607,47 +401,29 @@ async fn streaming_order_in_both_versions() {
 #[tokio::test]
 async fn subscribers_see_identical_events_and_resume_without_loss() {
     let a = Arc::new(agent());
-    let v = a.rpc("SendMessage", json!({"message": msg("test-resubscribe-message-id-3", "x"), "configuration": {"returnImmediately": true}})).await;
+    let v = a
+        .rpc(
+            "SendMessage",
+            json!({"message": msg("test-resubscribe-message-id-3", "x"), "configuration": {"returnImmediately": true}}),
+        )
+        .await;
     let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let path = format!("/tasks/{id}:subscribe");
     let (a1, a2, p1, p2) = (a.clone(), a.clone(), path.clone(), path.clone());
-    let s1 =
-        tokio::spawn(async move { a1.sse("GET", &p1, &[("A2A-Version", "1.0")], None).await.1 });
-    let s2 =
-        tokio::spawn(async move { a2.sse("POST", &p2, &[("A2A-Version", "1.0")], None).await.1 });
+    let s1 = tokio::spawn(async move { a1.sse("GET", &p1, &[("A2A-Version", "1.0")], None).await.1 });
+    let s2 = tokio::spawn(async move { a2.sse("POST", &p2, &[("A2A-Version", "1.0")], None).await.1 });
     let (e1, e2) = (s1.await.unwrap(), s2.await.unwrap());
     assert!(e1[0].2.get("task").is_some(), "snapshot first");
-    let tail = |e: &Sse| {
-        e.iter()
-            .skip(1)
-            .map(|(id, _, v)| (*id, v.clone()))
-            .collect::<Vec<_>>()
-    };
+    let tail = |e: &Sse| e.iter().skip(1).map(|(id, _, v)| (*id, v.clone())).collect::<Vec<_>>();
     // Both may have joined at different moments; the events both saw are identical and in order.
     let (t1, t2) = (tail(&e1), tail(&e2));
     let common: Vec<_> = t1.iter().filter(|x| t2.contains(x)).cloned().collect();
     assert!(!common.is_empty());
-    assert_eq!(
-        common,
-        t2.iter()
-            .filter(|x| t1.contains(x))
-            .cloned()
-            .collect::<Vec<_>>()
-    );
-    assert_eq!(
-        e1.last().unwrap().2["statusUpdate"]["status"]["state"],
-        "TASK_STATE_COMPLETED"
-    );
+    assert_eq!(common, t2.iter().filter(|x| t1.contains(x)).cloned().collect::<Vec<_>>());
+    assert_eq!(e1.last().unwrap().2["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
 
     // Reconnect with Last-Event-ID: exactly the events after it, even though the task has ended.
-    let (_, replay) = a
-        .sse(
-            "GET",
-            &path,
-            &[("A2A-Version", "1.0"), ("Last-Event-ID", "1")],
-            None,
-        )
-        .await;
+    let (_, replay) = a.sse("GET", &path, &[("A2A-Version", "1.0"), ("Last-Event-ID", "1")], None).await;
     let ids: Vec<u64> = replay.iter().map(|(id, _, _)| id.unwrap()).collect();
     let v = a.rpc("GetTask", json!({"id": id})).await;
     assert_eq!(v["result"]["status"]["state"], "TASK_STATE_COMPLETED");
@@ -663,9 +439,7 @@ async fn subscribers_see_identical_events_and_resume_without_loss() {
 #[tokio::test]
 async fn push_config_crud_on_both_bindings() {
     let a = agent();
-    let v = a
-        .rpc("SendMessage", json!({"message": msg("m", "x")}))
-        .await;
+    let v = a.rpc("SendMessage", json!({"message": msg("m", "x")})).await;
     let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let r = a
         .rest("POST", &format!("/tasks/{id}/pushNotificationConfigs"), Some(json!({"url": "https://hooks.example.com/a2a", "token": "tok", "authentication": {"scheme": "Bearer", "credentials": "secret"}})))
@@ -673,78 +447,31 @@ async fn push_config_crud_on_both_bindings() {
     assert_eq!(r.status, 200, "{}", r.body);
     let cid = r.body["id"].as_str().unwrap().to_string();
     assert_eq!(r.body["taskId"], id.as_str());
-    let r = a
-        .rest(
-            "GET",
-            &format!("/tasks/{id}/pushNotificationConfigs/{cid}"),
-            None,
-        )
-        .await;
+    let r = a.rest("GET", &format!("/tasks/{id}/pushNotificationConfigs/{cid}"), None).await;
     assert_eq!(r.body["url"], "https://hooks.example.com/a2a");
-    let v = a
-        .rpc("ListTaskPushNotificationConfigs", json!({"taskId": id}))
-        .await;
+    let v = a.rpc("ListTaskPushNotificationConfigs", json!({"taskId": id})).await;
     assert_eq!(v["result"]["configs"].as_array().unwrap().len(), 1);
     for _ in 0..2 {
-        let r = a
-            .rest(
-                "DELETE",
-                &format!("/tasks/{id}/pushNotificationConfigs/{cid}"),
-                None,
-            )
-            .await;
+        let r = a.rest("DELETE", &format!("/tasks/{id}/pushNotificationConfigs/{cid}"), None).await;
         assert_eq!(r.status, 200, "delete is idempotent");
     }
-    let v = a
-        .rpc(
-            "GetTaskPushNotificationConfig",
-            json!({"taskId": id, "id": cid}),
-        )
-        .await;
+    let v = a.rpc("GetTaskPushNotificationConfig", json!({"taskId": id, "id": cid})).await;
     assert_eq!(v["error"]["code"], -32001);
-    let v = a
-        .rpc(
-            "CreateTaskPushNotificationConfig",
-            json!({"taskId": id, "url": "not a url"}),
-        )
-        .await;
+    let v = a.rpc("CreateTaskPushNotificationConfig", json!({"taskId": id, "url": "not a url"})).await;
     assert_eq!(v["error"]["code"], -32602);
-    let v = a
-        .rpc(
-            "CreateTaskPushNotificationConfig",
-            json!({"taskId": "nope", "url": "https://x.example"}),
-        )
-        .await;
+    let v = a.rpc("CreateTaskPushNotificationConfig", json!({"taskId": "nope", "url": "https://x.example"})).await;
     assert_eq!(v["error"]["code"], -32001);
 
     // 0.3 forms.
     let set = json!({"taskId": id, "pushNotificationConfig": {"url": "https://h.example/cb", "authentication": {"schemes": ["Bearer"], "credentials": "c"}}});
-    let v = a
-        .rpc_with("tasks/pushNotificationConfig/set", set, &[])
-        .await;
-    assert_eq!(
-        v["result"]["pushNotificationConfig"]["id"],
-        id.as_str(),
-        "0.3 default config id is the task id: {v}"
-    );
-    let v = a
-        .rpc_with("tasks/pushNotificationConfig/get", json!({"id": id}), &[])
-        .await;
-    assert_eq!(
-        v["result"]["pushNotificationConfig"]["authentication"]["schemes"][0],
-        "Bearer"
-    );
-    let v = a
-        .rpc_with("tasks/pushNotificationConfig/list", json!({"id": id}), &[])
-        .await;
+    let v = a.rpc_with("tasks/pushNotificationConfig/set", set, &[]).await;
+    assert_eq!(v["result"]["pushNotificationConfig"]["id"], id.as_str(), "0.3 default config id is the task id: {v}");
+    let v = a.rpc_with("tasks/pushNotificationConfig/get", json!({"id": id}), &[]).await;
+    assert_eq!(v["result"]["pushNotificationConfig"]["authentication"]["schemes"][0], "Bearer");
+    let v = a.rpc_with("tasks/pushNotificationConfig/list", json!({"id": id}), &[]).await;
     assert_eq!(v["result"].as_array().unwrap().len(), 1);
-    let v = a
-        .rpc_with(
-            "tasks/pushNotificationConfig/delete",
-            json!({"id": id, "pushNotificationConfigId": id}),
-            &[],
-        )
-        .await;
+    let v =
+        a.rpc_with("tasks/pushNotificationConfig/delete", json!({"id": id, "pushNotificationConfigId": id}), &[]).await;
     assert_eq!(v["result"], Value::Null);
     assert!(v.get("error").is_none());
 }
@@ -753,21 +480,11 @@ async fn push_config_crud_on_both_bindings() {
 async fn push_notifications_off_in_the_card() {
     let mut card = default_card();
     card.capabilities.push_notifications = Some(false);
-    let a = agent_with(Setup {
-        card: Some(card),
-        ..Default::default()
-    });
-    let v = a
-        .rpc("ListTaskPushNotificationConfigs", json!({"taskId": "t"}))
-        .await;
+    let a = agent_with(Setup { card: Some(card), ..Default::default() });
+    let v = a.rpc("ListTaskPushNotificationConfigs", json!({"taskId": "t"})).await;
     assert_eq!(v["error"]["code"], -32003);
-    let r = a
-        .rest("GET", "/tasks/t/pushNotificationConfigs", None)
-        .await;
-    assert_eq!(
-        (r.status, reason(&r.body)),
-        (400, "PUSH_NOTIFICATION_NOT_SUPPORTED")
-    );
+    let r = a.rest("GET", "/tasks/t/pushNotificationConfigs", None).await;
+    assert_eq!((r.status, reason(&r.body)), (400, "PUSH_NOTIFICATION_NOT_SUPPORTED"));
 }
 
 #[tokio::test]
@@ -780,71 +497,26 @@ async fn extended_card_and_principals() {
     // Declared but not configured.
     let mut card = default_card();
     card.capabilities.extended_agent_card = Some(true);
-    let a = agent_with(Setup {
-        api_keys: Some("alice:ka,bob:kb"),
-        card: Some(card),
-        ..Default::default()
-    });
-    let v = a
-        .rpc_with(
-            "GetExtendedAgentCard",
-            json!({}),
-            &[("A2A-Version", "1.0"), ("X-API-Key", "ka")],
-        )
-        .await;
+    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), card: Some(card), ..Default::default() });
+    let v = a.rpc_with("GetExtendedAgentCard", json!({}), &[("A2A-Version", "1.0"), ("X-API-Key", "ka")]).await;
     assert_eq!(v["error"]["code"], -32007);
 
-    let a = agent_with(Setup {
-        api_keys: Some("alice:ka,bob:kb"),
-        extended: true,
-        ..Default::default()
-    });
-    let r = a
-        .call(
-            "GET",
-            "/.well-known/agent-card.json",
-            &[("A2A-Version", "1.0")],
-            None,
-        )
-        .await;
-    assert_eq!(
-        r.body["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["name"],
-        "X-API-Key"
-    );
+    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), extended: true, ..Default::default() });
+    let r = a.call("GET", "/.well-known/agent-card.json", &[("A2A-Version", "1.0")], None).await;
+    assert_eq!(r.body["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["name"], "X-API-Key");
     assert_eq!(r.body["capabilities"]["extendedAgentCard"], true);
-    let r = a
-        .call(
-            "GET",
-            "/extendedAgentCard",
-            &[("A2A-Version", "1.0"), ("X-API-Key", "ka")],
-            None,
-        )
-        .await;
+    let r = a.call("GET", "/extendedAgentCard", &[("A2A-Version", "1.0"), ("X-API-Key", "ka")], None).await;
     assert_eq!((r.status, r.body["name"].as_str()), (200, Some("Extended")));
-    let r = a
-        .call("GET", "/extendedAgentCard", &[("A2A-Version", "1.0")], None)
-        .await;
+    let r = a.call("GET", "/extendedAgentCard", &[("A2A-Version", "1.0")], None).await;
     assert_eq!(r.status, 401);
-    let v = a
-        .rpc_with(
-            "agent/getAuthenticatedExtendedCard",
-            json!({}),
-            &[("X-API-Key", "kb")],
-        )
-        .await;
+    let v = a.rpc_with("agent/getAuthenticatedExtendedCard", json!({}), &[("X-API-Key", "kb")]).await;
     assert_eq!(v["result"]["name"], "Extended");
     assert_eq!(v["result"]["protocolVersion"], "0.3.0");
 
     // Alice's task is invisible to Bob: not found, not forbidden, and not listed.
     let alice = [("A2A-Version", "1.0"), ("X-API-Key", "ka")];
     let bob = [("A2A-Version", "1.0"), ("X-API-Key", "kb")];
-    let v = a
-        .rpc_with(
-            "SendMessage",
-            json!({"message": msg("a1", "secret")}),
-            &alice,
-        )
-        .await;
+    let v = a.rpc_with("SendMessage", json!({"message": msg("a1", "secret")}), &alice).await;
     let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let v = a.rpc_with("GetTask", json!({"id": id}), &bob).await;
     assert_eq!(v["error"]["code"], -32001);
@@ -868,49 +540,31 @@ async fn extended_card_and_principals() {
 #[tokio::test]
 async fn version_negotiation_and_extensions() {
     let mut card = default_card();
-    card.capabilities.extensions = vec![AgentExtension {
-        uri: "urn:ext:required".into(),
-        required: true,
-        ..Default::default()
-    }];
-    let a = agent_with(Setup {
-        card: Some(card),
-        ..Default::default()
-    });
+    card.capabilities.extensions =
+        vec![AgentExtension { uri: "urn:ext:required".into(), required: true, ..Default::default() }];
+    let a = agent_with(Setup { card: Some(card), ..Default::default() });
     let v = a.rpc("GetTask", json!({"id": "x"})).await;
     assert_eq!(v["error"]["code"], -32008);
     let v = a
         .rpc_with(
             "GetTask",
             json!({"id": "x"}),
-            &[
-                ("A2A-Version", "1.0"),
-                ("A2A-Extensions", "urn:other, urn:ext:required"),
-            ],
+            &[("A2A-Version", "1.0"), ("A2A-Extensions", "urn:other, urn:ext:required")],
         )
         .await;
-    assert_eq!(
-        v["error"]["code"], -32001,
-        "extension activated: the call goes through"
-    );
+    assert_eq!(v["error"]["code"], -32001, "extension activated: the call goes through");
 
     let a = agent();
     for version in ["2.0", "0.2", "banana"] {
-        let v = a
-            .rpc_with("GetTask", json!({"id": "x"}), &[("A2A-Version", version)])
-            .await;
+        let v = a.rpc_with("GetTask", json!({"id": "x"}), &[("A2A-Version", version)]).await;
         assert_eq!(v["error"]["code"], -32009, "{version}");
-        let r = a
-            .call("GET", "/tasks/x", &[("A2A-Version", version)], None)
-            .await;
+        let r = a.call("GET", "/tasks/x", &[("A2A-Version", version)], None).await;
         assert_eq!((r.status, reason(&r.body)), (400, "VERSION_NOT_SUPPORTED"));
     }
     // Query parameter and OPVS alias.
     let r = a.call("GET", "/tasks/x?A2A-Version=1.0", &[], None).await;
     assert_eq!(reason(&r.body), "TASK_NOT_FOUND");
-    let r = a
-        .call("GET", "/tasks/x", &[("OPVS-Version", "1.0")], None)
-        .await;
+    let r = a.call("GET", "/tasks/x", &[("OPVS-Version", "1.0")], None).await;
     assert_eq!(reason(&r.body), "TASK_NOT_FOUND");
     // REST without a version is 0.3, which this server speaks over JSON-RPC only.
     let r = a.call("GET", "/tasks/x", &[], None).await;
@@ -921,13 +575,7 @@ async fn version_negotiation_and_extensions() {
 async fn every_rest_route_with_and_without_tenant() {
     let a = agent();
     for prefix in ["", "/acme"] {
-        let r = a
-            .rest(
-                "POST",
-                &format!("{prefix}/message:send"),
-                Some(json!({"message": msg("r1", "hi")})),
-            )
-            .await;
+        let r = a.rest("POST", &format!("{prefix}/message:send"), Some(json!({"message": msg("r1", "hi")}))).await;
         assert_eq!(r.status, 200, "{}", r.body);
         let id = r.body["task"]["id"].as_str().unwrap().to_string();
         let checks: Vec<(&str, String, Option<Value>, u16)> = vec![
@@ -942,34 +590,16 @@ async fn every_rest_route_with_and_without_tenant() {
                 Some(json!({"url": "https://h.example/x", "id": "c1"})),
                 200,
             ),
-            (
-                "GET",
-                format!("{prefix}/tasks/{id}/pushNotificationConfigs"),
-                None,
-                200,
-            ),
-            (
-                "GET",
-                format!("{prefix}/tasks/{id}/pushNotificationConfigs/c1"),
-                None,
-                200,
-            ),
-            (
-                "DELETE",
-                format!("{prefix}/tasks/{id}/pushNotificationConfigs/c1"),
-                None,
-                200,
-            ),
+            ("GET", format!("{prefix}/tasks/{id}/pushNotificationConfigs"), None, 200),
+            ("GET", format!("{prefix}/tasks/{id}/pushNotificationConfigs/c1"), None, 200),
+            ("DELETE", format!("{prefix}/tasks/{id}/pushNotificationConfigs/c1"), None, 200),
             ("GET", format!("{prefix}/extendedAgentCard"), None, 400),
             ("PUT", format!("{prefix}/tasks/{id}"), None, 405),
         ];
         for (method, path, body, status) in checks {
             let r = a.rest(method, &path, body).await;
             assert_eq!(r.status, status, "{method} {path}: {}", r.body);
-            assert_eq!(
-                r.headers["content-type"], "application/json",
-                "{method} {path}"
-            );
+            assert_eq!(r.headers["content-type"], "application/json", "{method} {path}");
         }
         let (status, events) = a
             .sse(
@@ -983,53 +613,23 @@ async fn every_rest_route_with_and_without_tenant() {
         assert_eq!(events.len(), 2);
     }
     let r = a.rest("GET", "/nope/nope/nope", None).await;
-    assert_eq!(
-        (r.status, r.body["error"]["status"].as_str()),
-        (404, Some("UNIMPLEMENTED"))
-    );
+    assert_eq!((r.status, r.body["error"]["status"].as_str()), (404, Some("UNIMPLEMENTED")));
 }
 
 #[tokio::test]
 async fn bad_input_gets_precise_errors() {
-    let a = agent_with(Setup {
-        max_body: Some(4096),
-        ..Default::default()
-    });
+    let a = agent_with(Setup { max_body: Some(4096), ..Default::default() });
     let json_ct = [("content-type", "application/json"), ("A2A-Version", "1.0")];
     let cases: Vec<(&str, i64, &str)> = vec![
         ("{not json", -32700, "invalid JSON"),
         ("[]", -32600, "batch"),
         ("42", -32600, "object"),
-        (
-            r#"{"jsonrpc":"1.0","id":1,"method":"GetTask","params":{}}"#,
-            -32600,
-            "jsonrpc",
-        ),
-        (
-            r#"{"jsonrpc":"2.0","id":{},"method":"GetTask"}"#,
-            -32600,
-            "id",
-        ),
-        (
-            r#"{"jsonrpc":"2.0","id":1,"method":"Nope","params":{}}"#,
-            -32601,
-            "Nope",
-        ),
-        (
-            r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":[1]}"#,
-            -32602,
-            "params",
-        ),
-        (
-            r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{}}"#,
-            -32602,
-            "params",
-        ),
-        (
-            r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}"#,
-            -32602,
-            "message",
-        ),
+        (r#"{"jsonrpc":"1.0","id":1,"method":"GetTask","params":{}}"#, -32600, "jsonrpc"),
+        (r#"{"jsonrpc":"2.0","id":{},"method":"GetTask"}"#, -32600, "id"),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"Nope","params":{}}"#, -32601, "Nope"),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":[1]}"#, -32602, "params"),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{}}"#, -32602, "params"),
+        (r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}"#, -32602, "message"),
         (
             r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"role":"ROLE_USER","parts":[{"text":"x"}]}}}"#,
             -32602,
@@ -1076,51 +676,23 @@ async fn bad_input_gets_precise_errors() {
         assert_eq!(r.status, 200, "{body}");
         assert_eq!(r.body["error"]["code"], code, "{body} -> {}", r.body);
         let message = r.body["error"]["message"].as_str().unwrap();
-        assert!(
-            message.contains(needle),
-            "{body}: {message:?} should name {needle:?}"
-        );
+        assert!(message.contains(needle), "{body}: {message:?} should name {needle:?}");
     }
     // Content type refused before parsing; body over the limit refused.
-    let r = a
-        .call("POST", "/", &[("content-type", "text/plain")], Some("{}"))
-        .await;
-    assert_eq!(
-        (r.status, r.body["error"]["code"].as_i64()),
-        (415, Some(-32600))
-    );
-    let big = format!(
-        r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"id":"{}"}}}}"#,
-        "x".repeat(5000)
-    );
+    let r = a.call("POST", "/", &[("content-type", "text/plain")], Some("{}")).await;
+    assert_eq!((r.status, r.body["error"]["code"].as_i64()), (415, Some(-32600)));
+    let big = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"id":"{}"}}}}"#, "x".repeat(5000));
     let r = a.call("POST", "/", &json_ct, Some(&big)).await;
     assert_eq!(r.status, 413);
     let r = a.call("POST", "/message:send", &json_ct, Some(&big)).await;
-    assert_eq!(
-        (r.status, r.body["error"]["status"].as_str()),
-        (413, Some("RESOURCE_EXHAUSTED"))
-    );
+    assert_eq!((r.status, r.body["error"]["status"].as_str()), (413, Some("RESOURCE_EXHAUSTED")));
     // REST: AIP-193 shape with the field named.
-    let r = a
-        .rest(
-            "POST",
-            "/message:send",
-            Some(json!({"message": {"messageId": "m", "parts": [{"text": "x"}]}})),
-        )
-        .await;
+    let r =
+        a.rest("POST", "/message:send", Some(json!({"message": {"messageId": "m", "parts": [{"text": "x"}]}}))).await;
     assert_eq!(r.status, 400);
     assert_eq!(r.body["error"]["status"], "INVALID_ARGUMENT");
-    assert!(
-        r.body["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("message.role"),
-        "{}",
-        r.body
-    );
-    let r = a
-        .call("POST", "/message:send", &json_ct, Some("{oops"))
-        .await;
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("message.role"), "{}", r.body);
+    let r = a.call("POST", "/message:send", &json_ct, Some("{oops")).await;
     assert_eq!((r.status, reason(&r.body)), (400, "PARSE_ERROR"));
     let r = a.call("GET", "/", &[], None).await;
     assert_eq!(r.status, 404);

@@ -64,56 +64,38 @@ struct Args {
 }
 
 fn read_card(path: &PathBuf) -> Result<a2a::types::AgentCard, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     parse_card_file(&text).map_err(|e| format!("{}: {}", path.display(), e.message))
 }
 
 fn main() -> Result<(), String> {
     let args = Args::parse();
-    let filter =
-        tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     match args.log_format {
         LogFormat::Human => tracing_subscriber::fmt().with_env_filter(filter).init(),
-        LogFormat::Json => tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(filter)
-            .init(),
+        LogFormat::Json => tracing_subscriber::fmt().json().with_env_filter(filter).init(),
     }
-    let card = args
-        .card
-        .as_ref()
-        .map(read_card)
-        .transpose()?
-        .unwrap_or_else(default_card);
+    let card = args.card.as_ref().map(read_card).transpose()?.unwrap_or_else(default_card);
     let extended_card = args.extended_card.as_ref().map(read_card).transpose()?;
     let auth: Arc<dyn Authenticator> = match &args.api_keys {
-        Some(spec) => Arc::new(
-            ApiKeyAuth::new(&args.api_key_header, ApiKeyAuth::parse_pairs(spec))
-                .map_err(|e| e.message)?,
-        ),
+        Some(spec) => {
+            Arc::new(ApiKeyAuth::new(&args.api_key_header, ApiKeyAuth::parse_pairs(spec)).map_err(|e| e.message)?)
+        }
         None => Arc::new(Anonymous),
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
-        let listener = a2a::server::bind(args.addr)
-            .await
-            .map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        let listener =
+            a2a::server::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         let executor: Arc<dyn AgentExecutor> = match args.agent {
             Agent::Echo => Arc::new(EchoAgent),
-            Agent::Conformance => Arc::new(ConformanceAgent::new(Arc::new(
-                a2a::adapters::memory::SystemClock,
-            ) as Arc<dyn Clock>)),
+            Agent::Conformance => {
+                Arc::new(ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock) as Arc<dyn Clock>))
+            }
         };
         let embedded = start(EmbeddedConfig {
-            public_url: args
-                .public_url
-                .clone()
-                .unwrap_or_else(|| format!("http://{bound}")),
+            public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{bound}")),
             card,
             extended_card,
             executor,
@@ -122,18 +104,11 @@ fn main() -> Result<(), String> {
                 blocking_timeout: Duration::from_secs(args.blocking_timeout),
                 ..EngineConfig::default()
             },
-            limits: Limits {
-                max_body: args.max_body,
-            },
+            limits: Limits { max_body: args.max_body },
         });
         tracing::info!(addr = %bound, agent = ?args.agent, "a2a-local listening");
-        a2a::server::serve(
-            listener,
-            embedded.service,
-            a2a::server::shutdown_signal(),
-            Duration::from_secs(5),
-        )
-        .await
-        .map_err(|e| e.to_string())
+        a2a::server::serve(listener, embedded.service, a2a::server::shutdown_signal(), Duration::from_secs(5))
+            .await
+            .map_err(|e| e.to_string())
     })
 }

@@ -33,10 +33,7 @@ impl Default for MemoryTaskStore {
 
 impl MemoryTaskStore {
     pub fn new() -> Self {
-        Self {
-            tasks: RwLock::new(HashMap::new()),
-            tokens: PageTokens::random(),
-        }
+        Self { tasks: RwLock::new(HashMap::new()), tokens: PageTokens::random() }
     }
 
     fn entry(&self, task_id: &str) -> Option<Arc<Mutex<Entry>>> {
@@ -49,18 +46,9 @@ impl TaskStore for MemoryTaskStore {
     async fn create(&self, record: TaskRecord) -> Result<()> {
         let mut tasks = self.tasks.write();
         if tasks.contains_key(&record.task.id) {
-            return Err(A2aError::internal(format!(
-                "task {} already exists",
-                record.task.id
-            )));
+            return Err(A2aError::internal(format!("task {} already exists", record.task.id)));
         }
-        tasks.insert(
-            record.task.id.clone(),
-            Arc::new(Mutex::new(Entry {
-                record,
-                events: Vec::new(),
-            })),
-        );
+        tasks.insert(record.task.id.clone(), Arc::new(Mutex::new(Entry { record, events: Vec::new() })));
         Ok(())
     }
 
@@ -69,9 +57,7 @@ impl TaskStore for MemoryTaskStore {
     }
 
     async fn update(&self, task_id: &str, mutate: Mutation<'_>) -> Result<Committed> {
-        let entry = self
-            .entry(task_id)
-            .ok_or_else(|| A2aError::task_not_found(task_id))?;
+        let entry = self.entry(task_id).ok_or_else(|| A2aError::task_not_found(task_id))?;
         let mut entry = entry.lock();
         // Mutate a copy so that a failing mutation leaves the task untouched.
         let mut next = entry.record.clone();
@@ -80,20 +66,13 @@ impl TaskStore for MemoryTaskStore {
         let mut committed = Vec::with_capacity(produced.len());
         for event in produced {
             next.last_seq += 1;
-            committed.push(EventRecord {
-                seq: next.last_seq,
-                event,
-            });
+            committed.push(EventRecord { seq: next.last_seq, event });
         }
         entry.events.extend(committed.iter().cloned());
         let state = next.state();
         let version = next.version;
         entry.record = next;
-        Ok(Committed {
-            events: committed,
-            state,
-            version,
-        })
+        Ok(Committed { events: committed, state, version })
     }
 
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>> {
@@ -102,9 +81,7 @@ impl TaskStore for MemoryTaskStore {
         };
         let entry = entry.lock();
         // Sequence numbers are dense and start at 1, so `after` is also an index.
-        let start = usize::try_from(after)
-            .unwrap_or(usize::MAX)
-            .min(entry.events.len());
+        let start = usize::try_from(after).unwrap_or(usize::MAX).min(entry.events.len());
         Ok(entry.events[start..].to_vec())
     }
 
@@ -118,10 +95,7 @@ impl TaskStore for MemoryTaskStore {
                     let e = e.lock();
                     let r = &e.record;
                     let keep = r.owner == query.owner
-                        && query
-                            .context_id
-                            .as_deref()
-                            .is_none_or(|c| r.task.context_id == c)
+                        && query.context_id.as_deref().is_none_or(|c| r.task.context_id == c)
                         && query.status.is_none_or(|s| r.state() == s)
                         && query.status_after.is_none_or(|t| r.status_time() > t);
                     keep.then(|| r.clone())
@@ -131,10 +105,9 @@ impl TaskStore for MemoryTaskStore {
         matching.sort_by(|a, b| (b.status_time(), &b.task.id).cmp(&(a.status_time(), &a.task.id)));
         let total_size = matching.len();
         let start = match &cursor {
-            Some((t, id)) => matching
-                .iter()
-                .position(|r| (r.status_time(), &r.task.id) < (*t, id))
-                .unwrap_or(matching.len()),
+            Some((t, id)) => {
+                matching.iter().position(|r| (r.status_time(), &r.task.id) < (*t, id)).unwrap_or(matching.len())
+            }
             None => 0,
         };
         let end = (start + query.page_size).min(matching.len());
@@ -145,11 +118,7 @@ impl TaskStore for MemoryTaskStore {
             String::new()
         };
         let records = matching.drain(start..end).collect();
-        Ok(TaskPage {
-            records,
-            next_page_token,
-            total_size,
-        })
+        Ok(TaskPage { records, next_page_token, total_size })
     }
 }
 
@@ -172,20 +141,11 @@ impl PushConfigStore for MemoryPushConfigStore {
     }
 
     async fn get(&self, task_id: &str, id: &str) -> Result<Option<TaskPushNotificationConfig>> {
-        Ok(self
-            .configs
-            .read()
-            .get(task_id)
-            .and_then(|l| l.iter().find(|c| c.id == id).cloned()))
+        Ok(self.configs.read().get(task_id).and_then(|l| l.iter().find(|c| c.id == id).cloned()))
     }
 
     async fn list(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>> {
-        Ok(self
-            .configs
-            .read()
-            .get(task_id)
-            .cloned()
-            .unwrap_or_default())
+        Ok(self.configs.read().get(task_id).cloned().unwrap_or_default())
     }
 
     async fn delete(&self, task_id: &str, id: &str) -> Result<()> {
@@ -204,10 +164,7 @@ pub struct MemoryHub {
 
 impl Default for MemoryHub {
     fn default() -> Self {
-        Self {
-            channels: Mutex::new(HashMap::new()),
-            capacity: 128,
-        }
+        Self { channels: Mutex::new(HashMap::new()), capacity: 128 }
     }
 }
 
@@ -224,9 +181,7 @@ impl StreamHub for MemoryHub {
     fn subscribe(&self, task_id: &str) -> BoxStream<'static, HubMessage> {
         let rx = {
             let mut channels = self.channels.lock();
-            let tx = channels
-                .entry(task_id.to_string())
-                .or_insert_with(|| broadcast::channel(self.capacity).0);
+            let tx = channels.entry(task_id.to_string()).or_insert_with(|| broadcast::channel(self.capacity).0);
             tx.subscribe()
         };
         stream::unfold(rx, |mut rx| async move {
@@ -259,9 +214,7 @@ impl MemoryWorkQueue {
 #[async_trait]
 impl WorkQueue for MemoryWorkQueue {
     async fn enqueue(&self, job: Job) -> Result<()> {
-        self.tx
-            .send(job)
-            .map_err(|_| A2aError::internal("the task runner has stopped"))
+        self.tx.send(job).map_err(|_| A2aError::internal("the task runner has stopped"))
     }
 }
 
@@ -284,10 +237,7 @@ impl MemoryPushQueue {
 impl PushQueue for MemoryPushQueue {
     async fn enqueue(&self, job: PushJob, delay: std::time::Duration) -> Result<()> {
         if delay.is_zero() {
-            return self
-                .tx
-                .send(job)
-                .map_err(|_| A2aError::internal("the push worker has stopped"));
+            return self.tx.send(job).map_err(|_| A2aError::internal("the push worker has stopped"));
         }
         let tx = self.tx.clone();
         tokio::spawn(async move {

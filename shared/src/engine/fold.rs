@@ -5,8 +5,7 @@ use chrono::{DateTime, Utc};
 use crate::error::{A2aError, Result};
 use crate::ports::TaskRecord;
 use crate::types::{
-    Artifact, Message, Role, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus,
-    TaskStatusUpdateEvent,
+    Artifact, Message, Role, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
 
 /// What an executor (or the engine on its behalf) reports.
@@ -27,11 +26,7 @@ pub enum AgentEvent {
 }
 
 /// Applies `events` in order and returns the stream events they produce.
-pub fn apply_all(
-    rec: &mut TaskRecord,
-    events: &[AgentEvent],
-    now: DateTime<Utc>,
-) -> Result<Vec<StreamResponse>> {
+pub fn apply_all(rec: &mut TaskRecord, events: &[AgentEvent], now: DateTime<Utc>) -> Result<Vec<StreamResponse>> {
     events.iter().map(|e| apply(rec, e, now)).collect()
 }
 
@@ -44,11 +39,7 @@ fn stamp(rec: &TaskRecord, mut message: Message, default_role: Role) -> Message 
     message
 }
 
-pub fn apply(
-    rec: &mut TaskRecord,
-    event: &AgentEvent,
-    now: DateTime<Utc>,
-) -> Result<StreamResponse> {
+pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Result<StreamResponse> {
     let state = rec.state();
     if state.is_terminal() {
         return Err(A2aError::unsupported(format!(
@@ -71,18 +62,9 @@ pub fn apply(
             if let Some(m) = &message {
                 rec.task.history.push(m.clone());
             }
-            let status = TaskStatus {
-                state: *state,
-                message,
-                timestamp: Some(now),
-            };
+            let status = TaskStatus { state: *state, message, timestamp: Some(now) };
             rec.task.status = status.clone();
-            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                task_id,
-                context_id,
-                status,
-                metadata: None,
-            })
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent { task_id, context_id, status, metadata: None })
         }
         AgentEvent::UserTurn(message) => {
             if !state.is_interrupted() {
@@ -93,29 +75,13 @@ pub fn apply(
             }
             let message = stamp(rec, message.clone(), Role::User);
             rec.task.history.push(message);
-            let status = TaskStatus {
-                state: TaskState::Submitted,
-                message: None,
-                timestamp: Some(now),
-            };
+            let status = TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(now) };
             rec.task.status = status.clone();
-            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                task_id,
-                context_id,
-                status,
-                metadata: None,
-            })
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent { task_id, context_id, status, metadata: None })
         }
-        AgentEvent::Artifact {
-            artifact,
-            append,
-            last_chunk,
-        } => {
+        AgentEvent::Artifact { artifact, append, last_chunk } => {
             let artifacts = rec.task.artifacts.get_or_insert_with(Vec::new);
-            match artifacts
-                .iter_mut()
-                .find(|a| a.artifact_id == artifact.artifact_id)
-            {
+            match artifacts.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
                 Some(existing) if *append => existing.parts.extend(artifact.parts.iter().cloned()),
                 Some(existing) => *existing = artifact.clone(),
                 None => artifacts.push(artifact.clone()),
@@ -165,24 +131,13 @@ mod tests {
     fn chunks_append_to_the_same_artifact() {
         let mut rec = record();
         let a = Artifact::new(vec![Part::text("a")]);
-        let b = Artifact {
-            parts: vec![Part::text("b")],
-            ..a.clone()
-        };
+        let b = Artifact { parts: vec![Part::text("b")], ..a.clone() };
         let now = Utc::now();
         apply_all(
             &mut rec,
             &[
-                AgentEvent::Artifact {
-                    artifact: a,
-                    append: false,
-                    last_chunk: false,
-                },
-                AgentEvent::Artifact {
-                    artifact: b,
-                    append: true,
-                    last_chunk: true,
-                },
+                AgentEvent::Artifact { artifact: a, append: false, last_chunk: false },
+                AgentEvent::Artifact { artifact: b, append: true, last_chunk: true },
             ],
             now,
         )
@@ -196,24 +151,8 @@ mod tests {
     fn terminal_tasks_refuse_events() {
         let mut rec = record();
         let now = Utc::now();
-        apply(
-            &mut rec,
-            &AgentEvent::Status {
-                state: TaskState::Completed,
-                message: None,
-            },
-            now,
-        )
-        .unwrap();
-        let err = apply(
-            &mut rec,
-            &AgentEvent::Status {
-                state: TaskState::Working,
-                message: None,
-            },
-            now,
-        )
-        .unwrap_err();
+        apply(&mut rec, &AgentEvent::Status { state: TaskState::Completed, message: None }, now).unwrap();
+        let err = apply(&mut rec, &AgentEvent::Status { state: TaskState::Working, message: None }, now).unwrap_err();
         assert_eq!(err.kind, crate::error::ErrorKind::UnsupportedOperation);
     }
 }

@@ -29,12 +29,7 @@ fn ends_turn(ev: &StreamResponse) -> bool {
 
 /// Events of `task_id` with `seq > after`, in order, until the task reaches a terminal or
 /// interrupted state (an old interruption followed by newer events does not end the stream).
-pub fn follow(
-    store: Arc<dyn TaskStore>,
-    hub: Arc<dyn StreamHub>,
-    task_id: &str,
-    after: u64,
-) -> EventStream {
+pub fn follow(store: Arc<dyn TaskStore>, hub: Arc<dyn StreamHub>, task_id: &str, after: u64) -> EventStream {
     let live = hub.subscribe(task_id);
     let state = State {
         store,

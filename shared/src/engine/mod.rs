@@ -109,12 +109,7 @@ pub struct CallContext {
 
 impl CallContext {
     pub fn new(principal: Principal) -> Self {
-        Self {
-            principal,
-            version: Version::V1_0,
-            extensions: Vec::new(),
-            last_event_id: None,
-        }
+        Self { principal, version: Version::V1_0, extensions: Vec::new(), last_event_id: None }
     }
 }
 
@@ -131,10 +126,7 @@ pub struct Recorder {
 impl Recorder {
     pub async fn record(&self, task_id: &str, events: Vec<AgentEvent>) -> Result<Committed> {
         let now = self.clock.now();
-        let committed = self
-            .store
-            .update(task_id, &|rec| apply_all(rec, &events, now))
-            .await?;
+        let committed = self.store.update(task_id, &|rec| apply_all(rec, &events, now)).await?;
         self.fan_out(task_id, &committed).await;
         Ok(committed)
     }
@@ -159,11 +151,7 @@ impl Recorder {
         };
         for config in configs {
             for event in &committed.events {
-                let job = PushJob {
-                    config: config.clone(),
-                    event: event.clone(),
-                    attempt: 1,
-                };
+                let job = PushJob { config: config.clone(), event: event.clone(), attempt: 1 };
                 if let Err(e) = queue.enqueue(job, Duration::ZERO).await {
                     tracing::error!(task_id, error = %e, "cannot queue push delivery");
                 }

@@ -25,20 +25,13 @@ pub struct Runner {
 
 impl Runner {
     pub fn new(engine: Arc<Engine>, executor: Arc<dyn AgentExecutor>) -> Self {
-        Self {
-            engine,
-            executor,
-            running: Mutex::new(HashMap::new()),
-        }
+        Self { engine, executor, running: Mutex::new(HashMap::new()) }
     }
 
     /// Handles one job to the end. Redelivered or stale jobs are no-ops.
     pub async fn handle(&self, job: Job) -> Result<()> {
         match job {
-            Job::Execute {
-                task_id,
-                message_id,
-            } => self.execute(&task_id, &message_id).await,
+            Job::Execute { task_id, message_id } => self.execute(&task_id, &message_id).await,
             Job::Cancel { task_id } => {
                 if let Some(token) = self.running.lock().get(&task_id) {
                     token.cancel();
@@ -63,44 +56,26 @@ impl Runner {
             tracing::debug!(task_id, state = %rec.state(), "execute job for a task that is not SUBMITTED ignored");
             return Ok(());
         }
-        let Some(message) = rec
-            .task
-            .history
-            .iter()
-            .rev()
-            .find(|m| m.message_id == message_id)
-            .cloned()
-        else {
-            tracing::warn!(
-                task_id,
-                message_id,
-                "execute job for a message the task does not hold dropped"
-            );
+        let Some(message) = rec.task.history.iter().rev().find(|m| m.message_id == message_id).cloned() else {
+            tracing::warn!(task_id, message_id, "execute job for a message the task does not hold dropped");
             return Ok(());
         };
         let cancel = CancellationToken::new();
         if rec.cancel_requested {
             cancel.cancel();
         }
-        self.running
-            .lock()
-            .insert(task_id.to_string(), cancel.clone());
+        self.running.lock().insert(task_id.to_string(), cancel.clone());
         let ctx = RequestContext {
             task_id: task_id.to_string(),
             context_id: rec.task.context_id.clone(),
             is_new_task: rec.task.history.len() <= 1,
             message,
             task: rec.task,
-            principal: Principal {
-                id: rec.owner.clone(),
-                authenticated: rec.owner != Principal::anonymous().id,
-            },
+            principal: Principal { id: rec.owner.clone(), authenticated: rec.owner != Principal::anonymous().id },
             cancel: cancel.clone(),
         };
         let sink = EventSink::new(self.engine.recorder.clone(), task_id.to_string());
-        let outcome = AssertUnwindSafe(self.executor.execute(ctx, sink))
-            .catch_unwind()
-            .await;
+        let outcome = AssertUnwindSafe(self.executor.execute(ctx, sink)).catch_unwind().await;
         self.running.lock().remove(task_id);
 
         let closing = match outcome {
@@ -130,12 +105,7 @@ impl Runner {
             return Ok(());
         }
         let message = why.map(Message::agent_text);
-        match self
-            .engine
-            .recorder
-            .record(task_id, vec![AgentEvent::Status { state, message }])
-            .await
-        {
+        match self.engine.recorder.record(task_id, vec![AgentEvent::Status { state, message }]).await {
             Ok(_) => Ok(()),
             // Someone else (CancelTask's fallback) ended the task first: nothing left to do.
             Err(e) if e.kind == crate::error::ErrorKind::UnsupportedOperation => Ok(()),
@@ -145,10 +115,7 @@ impl Runner {
 
     /// Consumes the in-process work queue, one spawned run per job.
     #[cfg(feature = "runtime")]
-    pub fn spawn(
-        self: Arc<Self>,
-        mut jobs: tokio::sync::mpsc::UnboundedReceiver<Job>,
-    ) -> tokio::task::JoinHandle<()> {
+    pub fn spawn(self: Arc<Self>, mut jobs: tokio::sync::mpsc::UnboundedReceiver<Job>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             while let Some(job) = jobs.recv().await {
                 let runner = self.clone();

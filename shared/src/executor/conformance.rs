@@ -22,17 +22,12 @@ pub struct ConformanceAgent {
 
 impl ConformanceAgent {
     pub fn new(clock: Arc<dyn Clock>) -> Self {
-        Self {
-            long_task: Duration::from_secs(4),
-            clock,
-        }
+        Self { long_task: Duration::from_secs(4), clock }
     }
 }
 
 fn file_artifact() -> Artifact {
-    Artifact::new(vec![Part::raw(b"tck".to_vec())
-        .with_filename("output.txt")
-        .with_media_type("text/plain")])
+    Artifact::new(vec![Part::raw(b"tck".to_vec()).with_filename("output.txt").with_media_type("text/plain")])
 }
 
 fn text_artifact() -> Artifact {
@@ -43,57 +38,38 @@ fn text_artifact() -> Artifact {
 impl AgentExecutor for ConformanceAgent {
     async fn execute(&self, ctx: RequestContext, ev: EventSink) -> Result<(), AgentError> {
         // A follow-up turn continues the behaviour of the message that opened the task.
-        let opener = ctx
-            .task
-            .history
-            .first()
-            .map(|m| m.message_id.as_str())
-            .unwrap_or_default();
+        let opener = ctx.task.history.first().map(|m| m.message_id.as_str()).unwrap_or_default();
         if !ctx.is_new_task && opener.starts_with("tck-input-required") {
-            ev.complete(Some(Message::agent_text(format!(
-                "Input received: {}",
-                ctx.message.text()
-            ))))
-            .await?;
+            ev.complete(Some(Message::agent_text(format!("Input received: {}", ctx.message.text())))).await?;
             return Ok(());
         }
         let id = ctx.message.message_id.as_str();
         if id.starts_with("tck-complete-task") {
-            ev.complete(Some(Message::agent_text("Hello from TCK")))
-                .await?;
-        } else if id.starts_with("tck-artifact-text") || id.starts_with("tck-stream-artifact-text")
-        {
+            ev.complete(Some(Message::agent_text("Hello from TCK"))).await?;
+        } else if id.starts_with("tck-artifact-text") || id.starts_with("tck-stream-artifact-text") {
             ev.artifact(text_artifact(), false, true).await?;
             ev.complete(None).await?;
         } else if id.starts_with("tck-artifact-file-url") {
-            let part = Part::url("https://example.com/output.txt")
-                .with_filename("output.txt")
-                .with_media_type("text/plain");
+            let part =
+                Part::url("https://example.com/output.txt").with_filename("output.txt").with_media_type("text/plain");
             ev.artifact(Artifact::new(vec![part]), false, true).await?;
             ev.complete(None).await?;
-        } else if id.starts_with("tck-artifact-file") || id.starts_with("tck-stream-artifact-file")
-        {
+        } else if id.starts_with("tck-artifact-file") || id.starts_with("tck-stream-artifact-file") {
             ev.artifact(file_artifact(), false, true).await?;
             ev.complete(None).await?;
         } else if id.starts_with("tck-artifact-data") {
-            let part = Part::data(json!({"key": "value", "count": 42}))
-                .with_media_type("application/json");
+            let part = Part::data(json!({"key": "value", "count": 42})).with_media_type("application/json");
             ev.artifact(Artifact::new(vec![part]), false, true).await?;
             ev.complete(None).await?;
         } else if id.starts_with("tck-message-response") {
-            ev.message(Message::agent_text("Direct message response"))
-                .await?;
+            ev.message(Message::agent_text("Direct message response")).await?;
         } else if id.starts_with("tck-input-required") {
-            ev.input_required(Message::agent_text("Please provide more input"))
-                .await?;
+            ev.input_required(Message::agent_text("Please provide more input")).await?;
         } else if id.starts_with("tck-reject-task") {
             return Err(AgentError::Rejected("rejected".into()));
         } else if id.starts_with("tck-stream-artifact-chunked") {
             let first = Artifact::new(vec![Part::text("First chunk ")]);
-            let second = Artifact {
-                parts: vec![Part::text("second chunk")],
-                ..first.clone()
-            };
+            let second = Artifact { parts: vec![Part::text("second chunk")], ..first.clone() };
             ev.artifact(first, false, false).await?;
             ev.artifact(second, true, true).await?;
             ev.complete(None).await?;
@@ -104,28 +80,15 @@ impl AgentExecutor for ConformanceAgent {
             || id.starts_with("tck-stream-ordering-001")
         {
             ev.working(None).await?;
-            ev.artifact(
-                Artifact::new(vec![Part::text("Streamed content")]),
-                false,
-                true,
-            )
-            .await?;
+            ev.artifact(Artifact::new(vec![Part::text("Streamed content")]), false, true).await?;
             ev.complete(None).await?;
         } else if id.starts_with("test-resubscribe-message-id") {
-            ev.working(Some(Message::agent_text("Working on it")))
-                .await?;
+            ev.working(Some(Message::agent_text("Working on it"))).await?;
             let cancelled = std::pin::pin!(ctx.cancel.cancelled());
-            if let Either::Left(_) =
-                future::select(cancelled, self.clock.sleep(self.long_task)).await
-            {
+            if let Either::Left(_) = future::select(cancelled, self.clock.sleep(self.long_task)).await {
                 return Ok(());
             }
-            ev.artifact(
-                Artifact::new(vec![Part::text("Long task result")]),
-                false,
-                true,
-            )
-            .await?;
+            ev.artifact(Artifact::new(vec![Part::text("Long task result")]), false, true).await?;
             ev.complete(None).await?;
         } else {
             ev.complete_with_text(ctx.message.text()).await?;

@@ -100,19 +100,11 @@ impl EventSink {
     }
 
     async fn emit(&self, event: AgentEvent) -> Result<(), SinkError> {
-        self.recorder
-            .record(&self.task_id, vec![event])
-            .await
-            .map(|_| ())
-            .map_err(SinkError::from)
+        self.recorder.record(&self.task_id, vec![event]).await.map(|_| ()).map_err(SinkError::from)
     }
 
     /// Any status change, with an optional agent message.
-    pub async fn status(
-        &self,
-        state: TaskState,
-        message: Option<Message>,
-    ) -> Result<(), SinkError> {
+    pub async fn status(&self, state: TaskState, message: Option<Message>) -> Result<(), SinkError> {
         self.emit(AgentEvent::Status { state, message }).await
     }
 
@@ -130,18 +122,8 @@ impl EventSink {
 
     /// A new artifact, or a chunk of one: with `append` the parts extend the artifact with the same
     /// id; `last_chunk` marks its end.
-    pub async fn artifact(
-        &self,
-        artifact: Artifact,
-        append: bool,
-        last_chunk: bool,
-    ) -> Result<(), SinkError> {
-        self.emit(AgentEvent::Artifact {
-            artifact,
-            append,
-            last_chunk,
-        })
-        .await
+    pub async fn artifact(&self, artifact: Artifact, append: bool, last_chunk: bool) -> Result<(), SinkError> {
+        self.emit(AgentEvent::Artifact { artifact, append, last_chunk }).await
     }
 
     /// A message from the agent. As the first event of a new task it is the direct reply of
@@ -161,10 +143,7 @@ impl EventSink {
                         append: false,
                         last_chunk: true,
                     },
-                    AgentEvent::Status {
-                        state: TaskState::Completed,
-                        message: None,
-                    },
+                    AgentEvent::Status { state: TaskState::Completed, message: None },
                 ],
             )
             .await

@@ -12,11 +12,7 @@ use crate::error::{A2aError, ErrorKind, Result};
 use crate::ports::Job;
 use crate::types::{CancelTaskRequest, Task, TaskState, Validate};
 
-pub async fn cancel_task(
-    engine: &Engine,
-    ctx: &CallContext,
-    req: CancelTaskRequest,
-) -> Result<Task> {
+pub async fn cancel_task(engine: &Engine, ctx: &CallContext, req: CancelTaskRequest) -> Result<Task> {
     req.validate("")?;
     let rec = engine.load_owned(ctx, &req.id).await?;
     if rec.state().is_terminal() {
@@ -34,18 +30,8 @@ pub async fn cancel_task(
         .await?;
 
     if !committed.state.is_interrupted() {
-        engine
-            .queue
-            .enqueue(Job::Cancel {
-                task_id: req.id.clone(),
-            })
-            .await?;
-        let mut events = follow(
-            engine.store.clone(),
-            engine.hub.clone(),
-            &req.id,
-            rec.last_seq,
-        );
+        engine.queue.enqueue(Job::Cancel { task_id: req.id.clone() }).await?;
+        let mut events = follow(engine.store.clone(), engine.hub.clone(), &req.id, rec.last_seq);
         let stopped = async {
             while let Some(Ok(ev)) = events.next().await {
                 if ev.event.state().is_some_and(TaskState::is_terminal) {
@@ -53,22 +39,11 @@ pub async fn cancel_task(
                 }
             }
         };
-        let _ = future::select(
-            std::pin::pin!(stopped),
-            engine.clock.sleep(engine.config.cancel_timeout),
-        )
-        .await;
+        let _ = future::select(std::pin::pin!(stopped), engine.clock.sleep(engine.config.cancel_timeout)).await;
     }
-    let current = engine
-        .store
-        .load(&req.id)
-        .await?
-        .ok_or_else(|| A2aError::task_not_found(&req.id))?;
+    let current = engine.store.load(&req.id).await?.ok_or_else(|| A2aError::task_not_found(&req.id))?;
     if !current.state().is_terminal() {
-        let cancel = vec![AgentEvent::Status {
-            state: TaskState::Canceled,
-            message: None,
-        }];
+        let cancel = vec![AgentEvent::Status { state: TaskState::Canceled, message: None }];
         match engine.recorder.record(&req.id, cancel).await {
             Ok(_) => {}
             // The executor finished in the meantime: the task is terminal either way.
@@ -76,12 +51,7 @@ pub async fn cancel_task(
             Err(e) => return Err(e),
         }
     }
-    let task = engine
-        .store
-        .load(&req.id)
-        .await?
-        .ok_or_else(|| A2aError::task_not_found(&req.id))?
-        .task;
+    let task = engine.store.load(&req.id).await?.ok_or_else(|| A2aError::task_not_found(&req.id))?.task;
     if task.status.state != TaskState::Canceled {
         return Err(A2aError::not_cancelable(&req.id, task.status.state));
     }

@@ -30,14 +30,10 @@ pub(super) async fn store_push_config(
 }
 
 fn check_webhook_url(url: &str) -> Result<()> {
-    let uri: http::Uri = url
-        .parse()
-        .map_err(|_| A2aError::invalid_field("url", format!("{url:?} is not a valid URL")))?;
+    let uri: http::Uri =
+        url.parse().map_err(|_| A2aError::invalid_field("url", format!("{url:?} is not a valid URL")))?;
     match (uri.scheme_str(), uri.host()) {
         (Some("http" | "https"), Some(host)) if !host.is_empty() => Ok(()),
-        _ => Err(A2aError::invalid_field(
-            "url",
-            format!("{url:?} must be an absolute http(s) URL"),
-        )),
+        _ => Err(A2aError::invalid_field("url", format!("{url:?} must be an absolute http(s) URL"))),
     }
 }

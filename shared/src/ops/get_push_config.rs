@@ -13,19 +13,12 @@ pub async fn get_push_config(
     super::require_push(engine)?;
     req.validate("")?;
     engine.load_owned(ctx, &req.task_id).await?;
-    engine
-        .push_configs
-        .get(&req.task_id, &req.id)
-        .await?
-        .ok_or_else(|| {
-            A2aError::new(
-                crate::error::ErrorKind::TaskNotFound,
-                format!(
-                    "push notification config {} not found for task {}",
-                    req.id, req.task_id
-                ),
-            )
-            .with("taskId", req.task_id.clone())
-            .with("configId", req.id.clone())
-        })
+    engine.push_configs.get(&req.task_id, &req.id).await?.ok_or_else(|| {
+        A2aError::new(
+            crate::error::ErrorKind::TaskNotFound,
+            format!("push notification config {} not found for task {}", req.id, req.task_id),
+        )
+        .with("taskId", req.task_id.clone())
+        .with("configId", req.id.clone())
+    })
 }

@@ -7,10 +7,6 @@ use crate::types::{GetTaskRequest, Task, Validate};
 pub async fn get_task(engine: &Engine, ctx: &CallContext, req: GetTaskRequest) -> Result<Task> {
     req.validate("")?;
     let mut task = engine.load_owned(ctx, &req.id).await?.task;
-    super::trim_history(
-        &mut task,
-        req.history_length,
-        engine.config.default_history_length,
-    );
+    super::trim_history(&mut task, req.history_length, engine.config.default_history_length);
     Ok(task)
 }

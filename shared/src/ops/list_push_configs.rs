@@ -4,9 +4,7 @@
 
 use crate::engine::{CallContext, Engine};
 use crate::error::Result;
-use crate::types::{
-    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse, Validate,
-};
+use crate::types::{ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse, Validate};
 
 pub async fn list_push_configs(
     engine: &Engine,
@@ -17,8 +15,5 @@ pub async fn list_push_configs(
     req.validate("")?;
     engine.load_owned(ctx, &req.task_id).await?;
     let configs = engine.push_configs.list(&req.task_id).await?;
-    Ok(ListTaskPushNotificationConfigsResponse {
-        configs,
-        next_page_token: String::new(),
-    })
+    Ok(ListTaskPushNotificationConfigsResponse { configs, next_page_token: String::new() })
 }

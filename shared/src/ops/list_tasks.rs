@@ -11,17 +11,11 @@ use crate::types::{ListTasksRequest, ListTasksResponse, TaskState, Validate};
 pub const DEFAULT_PAGE_SIZE: usize = 50;
 pub const MAX_PAGE_SIZE: usize = 100;
 
-pub async fn list_tasks(
-    engine: &Engine,
-    ctx: &CallContext,
-    req: ListTasksRequest,
-) -> Result<ListTasksResponse> {
+pub async fn list_tasks(engine: &Engine, ctx: &CallContext, req: ListTasksRequest) -> Result<ListTasksResponse> {
     req.validate("")?;
     let page_size = match req.page_size {
         None | Some(0) => DEFAULT_PAGE_SIZE,
-        Some(n) => usize::try_from(n)
-            .unwrap_or(DEFAULT_PAGE_SIZE)
-            .min(MAX_PAGE_SIZE),
+        Some(n) => usize::try_from(n).unwrap_or(DEFAULT_PAGE_SIZE).min(MAX_PAGE_SIZE),
     };
     let query = TaskQuery {
         owner: ctx.principal.id.clone(),
@@ -43,11 +37,7 @@ pub async fn list_tasks(
             } else {
                 task.artifacts = None;
             }
-            super::trim_history(
-                &mut task,
-                req.history_length,
-                engine.config.default_history_length,
-            );
+            super::trim_history(&mut task, req.history_length, engine.config.default_history_length);
             task
         })
         .collect::<Vec<_>>();

@@ -59,9 +59,7 @@ fn require_streaming(engine: &Engine) -> Result<()> {
     if engine.card.streaming() {
         Ok(())
     } else {
-        Err(A2aError::unsupported(
-            "streaming is not supported by this agent (capabilities.streaming is false)",
-        ))
+        Err(A2aError::unsupported("streaming is not supported by this agent (capabilities.streaming is false)"))
     }
 }
 

@@ -20,28 +20,16 @@ pub async fn send_message(
     req: SendMessageRequest,
 ) -> Result<SendMessageResponse> {
     let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
-    let return_immediately = req
-        .configuration
-        .as_ref()
-        .is_some_and(|c| c.return_immediately);
+    let return_immediately = req.configuration.as_ref().is_some_and(|c| c.return_immediately);
     let turn = start_turn(engine, ctx, req).await?;
     let task_id = turn.snapshot.id.clone();
     if return_immediately {
         let mut task = turn.snapshot;
-        super::trim_history(
-            &mut task,
-            history_length,
-            engine.config.default_history_length,
-        );
+        super::trim_history(&mut task, history_length, engine.config.default_history_length);
         return Ok(SendMessageResponse::Task(task));
     }
 
-    let mut events = follow(
-        engine.store.clone(),
-        engine.hub.clone(),
-        &task_id,
-        turn.start_seq,
-    );
+    let mut events = follow(engine.store.clone(), engine.hub.clone(), &task_id, turn.start_seq);
     let wait = async {
         let mut first = true;
         while let Some(ev) = events.next().await {
@@ -59,16 +47,7 @@ pub async fn send_message(
             return Ok(SendMessageResponse::Message(message));
         }
     }
-    let mut task = engine
-        .store
-        .load(&task_id)
-        .await?
-        .ok_or_else(|| A2aError::task_not_found(&task_id))?
-        .task;
-    super::trim_history(
-        &mut task,
-        history_length,
-        engine.config.default_history_length,
-    );
+    let mut task = engine.store.load(&task_id).await?.ok_or_else(|| A2aError::task_not_found(&task_id))?.task;
+    super::trim_history(&mut task, history_length, engine.config.default_history_length);
     Ok(SendMessageResponse::Task(task))
 }

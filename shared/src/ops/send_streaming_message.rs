@@ -24,21 +24,9 @@ pub async fn send_streaming_message(
     let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
     let turn = start_turn(engine, ctx, req).await?;
     let mut snapshot = turn.snapshot;
-    super::trim_history(
-        &mut snapshot,
-        history_length,
-        engine.config.default_history_length,
-    );
-    let opening = StreamItem {
-        seq: Some(turn.start_seq),
-        event: StreamResponse::Task(snapshot),
-    };
-    let mut events = follow(
-        engine.store.clone(),
-        engine.hub.clone(),
-        &opening.event.task_id().to_string(),
-        turn.start_seq,
-    );
+    super::trim_history(&mut snapshot, history_length, engine.config.default_history_length);
+    let opening = StreamItem { seq: Some(turn.start_seq), event: StreamResponse::Task(snapshot) };
+    let mut events = follow(engine.store.clone(), engine.hub.clone(), opening.event.task_id(), turn.start_seq);
     let is_new_task = turn.is_new_task;
 
     let head = stream::once(async move {
@@ -47,22 +35,14 @@ pub async fn send_streaming_message(
             None => vec![Ok(opening)],
             Some(Err(e)) => vec![Ok(opening), Err(e)],
             Some(Ok(ev)) => {
-                let item = StreamItem {
-                    seq: Some(ev.seq),
-                    event: ev.event,
-                };
+                let item = StreamItem { seq: Some(ev.seq), event: ev.event };
                 if is_new_task && matches!(item.event, StreamResponse::Message(_)) {
                     return stream::iter(vec![Ok(item)]).boxed();
                 }
                 vec![Ok(opening), Ok(item)]
             }
         };
-        let rest = events.map(|r| {
-            r.map(|ev| StreamItem {
-                seq: Some(ev.seq),
-                event: ev.event,
-            })
-        });
+        let rest = events.map(|r| r.map(|ev| StreamItem { seq: Some(ev.seq), event: ev.event }));
         stream::iter(items).chain(rest).boxed()
     });
     Ok(head.flatten().boxed())

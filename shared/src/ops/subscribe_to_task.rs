@@ -32,18 +32,11 @@ pub async fn subscribe_to_task(
         .with("taskId", req.id.clone()));
     }
     let after = ctx.last_event_id.unwrap_or(rec.last_seq);
-    let live = follow(engine.store.clone(), engine.hub.clone(), &req.id, after).map(|r| {
-        r.map(|ev| StreamItem {
-            seq: Some(ev.seq),
-            event: ev.event,
-        })
-    });
+    let live = follow(engine.store.clone(), engine.hub.clone(), &req.id, after)
+        .map(|r| r.map(|ev| StreamItem { seq: Some(ev.seq), event: ev.event }));
     if ctx.last_event_id.is_some() {
         return Ok(live.boxed());
     }
-    let snapshot = StreamItem {
-        seq: Some(rec.last_seq),
-        event: StreamResponse::Task(rec.task),
-    };
+    let snapshot = StreamItem { seq: Some(rec.last_seq), event: StreamResponse::Task(rec.task) };
     Ok(stream::iter([Ok(snapshot)]).chain(live).boxed())
 }

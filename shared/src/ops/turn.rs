@@ -16,16 +16,9 @@ pub(super) struct Turn {
     pub is_new_task: bool,
 }
 
-pub(super) async fn start_turn(
-    engine: &Engine,
-    ctx: &CallContext,
-    req: SendMessageRequest,
-) -> Result<Turn> {
+pub(super) async fn start_turn(engine: &Engine, ctx: &CallContext, req: SendMessageRequest) -> Result<Turn> {
     req.validate("")?;
-    let push = req
-        .configuration
-        .as_ref()
-        .and_then(|c| c.task_push_notification_config.clone());
+    let push = req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone());
     if push.is_some() {
         super::require_push(engine)?;
     }
@@ -55,11 +48,7 @@ pub(super) async fn start_turn(
             created_at: now,
         };
         engine.store.create(record).await?;
-        Turn {
-            snapshot: task,
-            start_seq: 0,
-            is_new_task: true,
-        }
+        Turn { snapshot: task, start_seq: 0, is_new_task: true }
     } else {
         let rec = engine.load_owned(ctx, &message.task_id).await?;
         let state = rec.state();
@@ -73,41 +62,20 @@ pub(super) async fn start_turn(
         if !message.context_id.is_empty() && message.context_id != rec.task.context_id {
             return Err(A2aError::invalid_field(
                 "message.contextId",
-                format!(
-                    "{:?} does not match the contextId of task {}",
-                    message.context_id, rec.task.id
-                ),
+                format!("{:?} does not match the contextId of task {}", message.context_id, rec.task.id),
             ));
         }
         message.context_id.clone_from(&rec.task.context_id);
         let task_id = rec.task.id.clone();
-        let committed = engine
-            .recorder
-            .record(&task_id, vec![AgentEvent::UserTurn(message)])
-            .await?;
+        let committed = engine.recorder.record(&task_id, vec![AgentEvent::UserTurn(message)]).await?;
         let start_seq = committed.events.last().map_or(rec.last_seq, |e| e.seq);
-        let snapshot = engine
-            .store
-            .load(&task_id)
-            .await?
-            .ok_or_else(|| A2aError::task_not_found(&task_id))?
-            .task;
-        Turn {
-            snapshot,
-            start_seq,
-            is_new_task: false,
-        }
+        let snapshot = engine.store.load(&task_id).await?.ok_or_else(|| A2aError::task_not_found(&task_id))?.task;
+        Turn { snapshot, start_seq, is_new_task: false }
     };
     if let Some(mut config) = push {
         config.task_id.clone_from(&turn.snapshot.id);
         store_push_config(engine, config).await?;
     }
-    engine
-        .queue
-        .enqueue(Job::Execute {
-            task_id: turn.snapshot.id.clone(),
-            message_id,
-        })
-        .await?;
+    engine.queue.enqueue(Job::Execute { task_id: turn.snapshot.id.clone(), message_id }).await?;
     Ok(turn)
 }

@@ -20,25 +20,13 @@ pub struct AgentCard {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<AgentProvider>,
     pub version: String,
-    #[serde(
-        default,
-        alias = "documentation_url",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "documentation_url", skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
     #[serde(default)]
     pub capabilities: AgentCapabilities,
-    #[serde(
-        default,
-        alias = "security_schemes",
-        skip_serializing_if = "BTreeMap::is_empty"
-    )]
+    #[serde(default, alias = "security_schemes", skip_serializing_if = "BTreeMap::is_empty")]
     pub security_schemes: BTreeMap<String, SecurityScheme>,
-    #[serde(
-        default,
-        alias = "security_requirements",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, alias = "security_requirements", skip_serializing_if = "Vec::is_empty")]
     pub security_requirements: Vec<SecurityRequirement>,
     #[serde(default, alias = "default_input_modes")]
     pub default_input_modes: Vec<String>,
@@ -75,19 +63,11 @@ pub struct AgentProvider {
 pub struct AgentCapabilities {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streaming: Option<bool>,
-    #[serde(
-        default,
-        alias = "push_notifications",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "push_notifications", skip_serializing_if = "Option::is_none")]
     pub push_notifications: Option<bool>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<AgentExtension>,
-    #[serde(
-        default,
-        alias = "extended_agent_card",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "extended_agent_card", skip_serializing_if = "Option::is_none")]
     pub extended_agent_card: Option<bool>,
 }
 
@@ -117,11 +97,7 @@ pub struct AgentSkill {
     pub input_modes: Vec<String>,
     #[serde(default, alias = "output_modes", skip_serializing_if = "Vec::is_empty")]
     pub output_modes: Vec<String>,
-    #[serde(
-        default,
-        alias = "security_requirements",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, alias = "security_requirements", skip_serializing_if = "Vec::is_empty")]
     pub security_requirements: Vec<SecurityRequirement>,
 }
 
@@ -176,11 +152,7 @@ pub struct HttpAuthSecurityScheme {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     pub scheme: String,
-    #[serde(
-        default,
-        alias = "bearer_format",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "bearer_format", skip_serializing_if = "String::is_empty")]
     pub bearer_format: String,
 }
 
@@ -190,11 +162,7 @@ pub struct OAuth2SecurityScheme {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     pub flows: OAuthFlows,
-    #[serde(
-        default,
-        alias = "oauth2_metadata_url",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "oauth2_metadata_url", skip_serializing_if = "String::is_empty")]
     pub oauth2_metadata_url: String,
 }
 
@@ -231,25 +199,13 @@ pub enum OAuthFlows {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OAuthFlow {
-    #[serde(
-        default,
-        alias = "authorization_url",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "authorization_url", skip_serializing_if = "String::is_empty")]
     pub authorization_url: String,
-    #[serde(
-        default,
-        alias = "device_authorization_url",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "device_authorization_url", skip_serializing_if = "String::is_empty")]
     pub device_authorization_url: String,
     #[serde(default, alias = "token_url", skip_serializing_if = "String::is_empty")]
     pub token_url: String,
-    #[serde(
-        default,
-        alias = "refresh_url",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "refresh_url", skip_serializing_if = "String::is_empty")]
     pub refresh_url: String,
     #[serde(default)]
     pub scopes: BTreeMap<String, String>,

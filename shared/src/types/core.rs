@@ -98,10 +98,7 @@ proto_enum!(
 impl TaskState {
     /// Completed, failed, canceled or rejected: no further change is possible.
     pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            Self::Completed | Self::Failed | Self::Canceled | Self::Rejected
-        )
+        matches!(self, Self::Completed | Self::Failed | Self::Canceled | Self::Rejected)
     }
 
     /// Waiting on the client (input or authorization).
@@ -138,10 +135,7 @@ impl TaskState {
     fn from_alias(raw: &str) -> Option<Self> {
         let norm = raw.trim().to_ascii_lowercase().replace('_', "-");
         let norm = norm.strip_prefix("task-state-").unwrap_or(&norm);
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|s| s.short_name() == norm || (norm == "unspecified" && *s == Self::Unspecified))
+        Self::ALL.iter().copied().find(|s| s.short_name() == norm || (norm == "unspecified" && *s == Self::Unspecified))
     }
 }
 
@@ -203,12 +197,7 @@ impl Part {
     }
 
     pub fn new(content: PartContent) -> Self {
-        Self {
-            content,
-            metadata: None,
-            filename: String::new(),
-            media_type: String::new(),
-        }
+        Self { content, metadata: None, filename: String::new(), media_type: String::new() }
     }
 
     pub fn with_filename(mut self, name: impl Into<String>) -> Self {
@@ -274,9 +263,8 @@ impl<'de> Deserialize<'de> for Part {
             members.push(PartContent::Text(t));
         }
         if let Some(r) = w.raw {
-            members.push(PartContent::Raw(
-                base64_bytes::decode(&r).map_err(|e| de::Error::custom(format!("raw: {e}")))?,
-            ));
+            members
+                .push(PartContent::Raw(base64_bytes::decode(&r).map_err(|e| de::Error::custom(format!("raw: {e}")))?));
         }
         if let Some(u) = w.url {
             members.push(PartContent::Url(u));
@@ -290,9 +278,7 @@ impl<'de> Deserialize<'de> for Part {
                 members.len()
             )));
         }
-        let content = members
-            .pop()
-            .ok_or_else(|| de::Error::custom("empty part"))?;
+        let content = members.pop().ok_or_else(|| de::Error::custom("empty part"))?;
         Ok(Part {
             content,
             metadata: w.metadata,
@@ -313,25 +299,19 @@ fn present_value<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Er
 pub struct Message {
     #[serde(default, alias = "message_id")]
     pub message_id: String,
-    #[serde(
-        default,
-        alias = "context_id",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "context_id", skip_serializing_if = "String::is_empty")]
     pub context_id: String,
     #[serde(default, alias = "task_id", skip_serializing_if = "String::is_empty")]
     pub task_id: String,
+    #[serde(default)]
     pub role: Role,
+    #[serde(default)]
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
-    #[serde(
-        default,
-        alias = "reference_task_ids",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, alias = "reference_task_ids", skip_serializing_if = "Vec::is_empty")]
     pub reference_task_ids: Vec<String>,
 }
 
@@ -359,11 +339,7 @@ impl Message {
 
     /// All text parts joined by newlines.
     pub fn text(&self) -> String {
-        self.parts
-            .iter()
-            .filter_map(Part::as_text)
-            .collect::<Vec<_>>()
-            .join("\n")
+        self.parts.iter().filter_map(Part::as_text).collect::<Vec<_>>().join("\n")
     }
 }
 
@@ -415,21 +391,13 @@ pub struct TaskStatus {
     pub state: TaskState,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<Message>,
-    #[serde(
-        default,
-        with = "opt_timestamp",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, with = "opt_timestamp", skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<DateTime<Utc>>,
 }
 
 impl TaskStatus {
     pub fn new(state: TaskState, at: DateTime<Utc>) -> Self {
-        Self {
-            state,
-            message: None,
-            timestamp: Some(at),
-        }
+        Self { state, message: None, timestamp: Some(at) }
     }
 }
 
@@ -438,11 +406,7 @@ impl TaskStatus {
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     pub id: String,
-    #[serde(
-        default,
-        alias = "context_id",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "context_id", skip_serializing_if = "String::is_empty")]
     pub context_id: String,
     pub status: TaskStatus,
     /// `None` leaves the field out entirely (ListTasks without `includeArtifacts`).

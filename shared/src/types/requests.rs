@@ -9,30 +9,13 @@ use super::{Message, Struct, Task, TaskState};
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SendMessageConfiguration {
-    #[serde(
-        default,
-        alias = "accepted_output_modes",
-        skip_serializing_if = "Vec::is_empty"
-    )]
+    #[serde(default, alias = "accepted_output_modes", skip_serializing_if = "Vec::is_empty")]
     pub accepted_output_modes: Vec<String>,
-    #[serde(
-        default,
-        alias = "task_push_notification_config",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "task_push_notification_config", skip_serializing_if = "Option::is_none")]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
-    #[serde(
-        default,
-        alias = "history_length",
-        with = "opt_i32",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "history_length", with = "opt_i32", skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i32>,
-    #[serde(
-        default,
-        alias = "return_immediately",
-        skip_serializing_if = "is_false"
-    )]
+    #[serde(default, alias = "return_immediately", skip_serializing_if = "is_false")]
     pub return_immediately: bool,
 }
 
@@ -54,12 +37,7 @@ pub struct GetTaskRequest {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
     pub id: String,
-    #[serde(
-        default,
-        alias = "history_length",
-        with = "opt_i32",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "history_length", with = "opt_i32", skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i32>,
 }
 
@@ -68,33 +46,15 @@ pub struct GetTaskRequest {
 pub struct ListTasksRequest {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
-    #[serde(
-        default,
-        alias = "context_id",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "context_id", skip_serializing_if = "String::is_empty")]
     pub context_id: String,
     #[serde(default, skip_serializing_if = "is_unspecified")]
     pub status: TaskState,
-    #[serde(
-        default,
-        alias = "page_size",
-        with = "opt_i32",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "page_size", with = "opt_i32", skip_serializing_if = "Option::is_none")]
     pub page_size: Option<i32>,
-    #[serde(
-        default,
-        alias = "page_token",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "page_token", skip_serializing_if = "String::is_empty")]
     pub page_token: String,
-    #[serde(
-        default,
-        alias = "history_length",
-        with = "opt_i32",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "history_length", with = "opt_i32", skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i32>,
     #[serde(
         default,
@@ -103,11 +63,7 @@ pub struct ListTasksRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub status_timestamp_after: Option<DateTime<Utc>>,
-    #[serde(
-        default,
-        alias = "include_artifacts",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "include_artifacts", skip_serializing_if = "Option::is_none")]
     pub include_artifacts: Option<bool>,
 }
 
@@ -164,18 +120,9 @@ pub struct ListTaskPushNotificationConfigsRequest {
     pub tenant: String,
     #[serde(alias = "task_id")]
     pub task_id: String,
-    #[serde(
-        default,
-        alias = "page_size",
-        with = "i32_lenient",
-        skip_serializing_if = "is_zero"
-    )]
+    #[serde(default, alias = "page_size", with = "i32_lenient", skip_serializing_if = "is_zero")]
     pub page_size: i32,
-    #[serde(
-        default,
-        alias = "page_token",
-        skip_serializing_if = "String::is_empty"
-    )]
+    #[serde(default, alias = "page_token", skip_serializing_if = "String::is_empty")]
     pub page_token: String,
 }
 

@@ -23,11 +23,7 @@ pub mod timestamp {
     pub fn parse(raw: &str) -> Result<DateTime<Utc>, String> {
         DateTime::parse_from_rfc3339(raw)
             .map(|t| t.with_timezone(&Utc))
-            .map_err(|e| {
-                format!(
-                    "invalid timestamp {raw:?} (want ISO 8601, e.g. 2025-10-28T10:30:00.000Z): {e}"
-                )
-            })
+            .map_err(|e| format!("invalid timestamp {raw:?} (want ISO 8601, e.g. 2025-10-28T10:30:00.000Z): {e}"))
     }
 }
 

@@ -21,10 +21,7 @@ fn field(path: &str, name: &str) -> String {
 
 fn non_empty(path: &str, name: &str, value: &str) -> Result<()> {
     if value.trim().is_empty() {
-        Err(A2aError::invalid_field(
-            &field(path, name),
-            "is required and must not be empty",
-        ))
+        Err(A2aError::invalid_field(&field(path, name), "is required and must not be empty"))
     } else {
         Ok(())
     }
@@ -34,16 +31,10 @@ impl Validate for Message {
     fn validate(&self, path: &str) -> Result<()> {
         non_empty(path, "messageId", &self.message_id)?;
         if self.role == Role::Unspecified {
-            return Err(A2aError::invalid_field(
-                &field(path, "role"),
-                "is required (ROLE_USER or ROLE_AGENT)",
-            ));
+            return Err(A2aError::invalid_field(&field(path, "role"), "is required (ROLE_USER or ROLE_AGENT)"));
         }
         if self.parts.is_empty() {
-            return Err(A2aError::invalid_field(
-                &field(path, "parts"),
-                "must contain at least one part",
-            ));
+            return Err(A2aError::invalid_field(&field(path, "parts"), "must contain at least one part"));
         }
         for (i, p) in self.parts.iter().enumerate() {
             p.validate(&field(path, &format!("parts[{i}]")))?;
@@ -74,11 +65,7 @@ impl Validate for SendMessageRequest {
                 }
             }
             if let Some(push) = &cfg.task_push_notification_config {
-                non_empty(
-                    &field(path, "configuration.taskPushNotificationConfig"),
-                    "url",
-                    &push.url,
-                )?;
+                non_empty(&field(path, "configuration.taskPushNotificationConfig"), "url", &push.url)?;
             }
         }
         Ok(())
@@ -100,10 +87,7 @@ impl Validate for GetTaskRequest {
     fn validate(&self, path: &str) -> Result<()> {
         non_empty(path, "id", &self.id)?;
         if matches!(self.history_length, Some(h) if h < 0) {
-            return Err(A2aError::invalid_field(
-                &field(path, "historyLength"),
-                "must not be negative",
-            ));
+            return Err(A2aError::invalid_field(&field(path, "historyLength"), "must not be negative"));
         }
         Ok(())
     }
@@ -132,10 +116,7 @@ impl Validate for ListTaskPushNotificationConfigsRequest {
     fn validate(&self, path: &str) -> Result<()> {
         non_empty(path, "taskId", &self.task_id)?;
         if self.page_size < 0 {
-            return Err(A2aError::invalid_field(
-                &field(path, "pageSize"),
-                "must not be negative",
-            ));
+            return Err(A2aError::invalid_field(&field(path, "pageSize"), "must not be negative"));
         }
         Ok(())
     }
@@ -153,10 +134,7 @@ impl Validate for ListTasksRequest {
             }
         }
         if matches!(self.history_length, Some(h) if h < 0) {
-            return Err(A2aError::invalid_field(
-                &field(path, "historyLength"),
-                "must not be negative",
-            ));
+            return Err(A2aError::invalid_field(&field(path, "historyLength"), "must not be negative"));
         }
         Ok(())
     }
