@@ -22,6 +22,8 @@ pub struct EmbeddedConfig {
     pub auth: Arc<dyn Authenticator>,
     pub engine: EngineConfig,
     pub limits: Limits,
+    /// Cap on tasks kept in memory (the oldest finished ones are evicted past it).
+    pub max_tasks: usize,
 }
 
 /// A running embedded agent.
@@ -45,7 +47,7 @@ pub fn start(config: EmbeddedConfig) -> Embedded {
         clock.now(),
     );
     let ports = EnginePorts {
-        store: Arc::new(MemoryTaskStore::new()),
+        store: Arc::new(MemoryTaskStore::with_max_tasks(config.max_tasks)),
         push_configs: Arc::new(MemoryPushConfigStore::default()),
         queue: Arc::new(queue),
         push_queue: None,

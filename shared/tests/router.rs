@@ -53,6 +53,7 @@ fn agent_with(setup: Setup) -> Agent {
             ..Default::default()
         },
         limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20) },
+        max_tasks: 10_000,
     });
     Agent { embedded }
 }

@@ -59,6 +59,9 @@ struct Args {
     /// Largest request body, in bytes.
     #[arg(long, env = "A2A_MAX_BODY", default_value_t = 10 * 1024 * 1024)]
     max_body: usize,
+    /// Most tasks kept in memory; past it the oldest finished tasks are evicted.
+    #[arg(long, env = "A2A_MAX_TASKS", default_value_t = a2a::adapters::memory::DEFAULT_MAX_TASKS)]
+    max_tasks: usize,
     #[arg(long, env = "A2A_LOG_FORMAT", value_enum, default_value = "human")]
     log_format: LogFormat,
 }
@@ -105,6 +108,7 @@ fn main() -> Result<(), String> {
                 ..EngineConfig::default()
             },
             limits: Limits { max_body: args.max_body },
+            max_tasks: args.max_tasks,
         });
         tracing::info!(addr = %bound, agent = ?args.agent, "a2a-local listening");
         a2a::server::serve(listener, embedded.service, a2a::server::shutdown_signal(), Duration::from_secs(5))

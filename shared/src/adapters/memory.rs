@@ -1,7 +1,7 @@
 //! The embedded default: tasks, event logs and push configs in process memory, a broadcast hub,
 //! and (with the `runtime` feature) an in-process work queue and a delaying push queue.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -19,11 +19,18 @@ struct Entry {
     events: Vec<EventRecord>,
 }
 
-/// Tasks and their event logs in memory. Updates lock one task at a time.
+/// Tasks and their event logs in memory. Updates lock one task at a time. Past `max_tasks`, the
+/// oldest finished tasks are evicted, so a long-running local server keeps a bounded footprint.
 pub struct MemoryTaskStore {
     tasks: RwLock<HashMap<String, Arc<Mutex<Entry>>>>,
+    /// Task ids in creation order, for eviction.
+    order: Mutex<VecDeque<String>>,
+    max_tasks: usize,
     tokens: PageTokens,
 }
+
+/// Default cap on tasks held by the memory store.
+pub const DEFAULT_MAX_TASKS: usize = 100_000;
 
 impl Default for MemoryTaskStore {
     fn default() -> Self {
@@ -33,7 +40,41 @@ impl Default for MemoryTaskStore {
 
 impl MemoryTaskStore {
     pub fn new() -> Self {
-        Self { tasks: RwLock::new(HashMap::new()), tokens: PageTokens::random() }
+        Self::with_max_tasks(DEFAULT_MAX_TASKS)
+    }
+
+    pub fn with_max_tasks(max_tasks: usize) -> Self {
+        Self {
+            tasks: RwLock::new(HashMap::new()),
+            order: Mutex::new(VecDeque::new()),
+            max_tasks: max_tasks.max(1),
+            tokens: PageTokens::random(),
+        }
+    }
+
+    /// Evicts the oldest finished tasks while over the cap. Unfinished tasks are never evicted; each
+    /// call looks at a bounded number of them so creation stays O(1) amortized.
+    fn evict(&self) {
+        let mut order = self.order.lock();
+        let mut budget = 64;
+        while self.tasks.read().len() > self.max_tasks && budget > 0 {
+            budget -= 1;
+            let Some(id) = order.pop_front() else { break };
+            let finished = self.entry(&id).is_some_and(|e| e.lock().record.state().is_terminal());
+            if finished {
+                self.tasks.write().remove(&id);
+            } else if self.tasks.read().contains_key(&id) {
+                order.push_back(id);
+            }
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     fn entry(&self, task_id: &str) -> Option<Arc<Mutex<Entry>>> {
@@ -44,11 +85,18 @@ impl MemoryTaskStore {
 #[async_trait]
 impl TaskStore for MemoryTaskStore {
     async fn create(&self, record: TaskRecord) -> Result<()> {
-        let mut tasks = self.tasks.write();
-        if tasks.contains_key(&record.task.id) {
-            return Err(A2aError::internal(format!("task {} already exists", record.task.id)));
+        let id = record.task.id.clone();
+        {
+            let mut tasks = self.tasks.write();
+            if tasks.contains_key(&id) {
+                return Err(A2aError::internal(format!("task {id} already exists")));
+            }
+            tasks.insert(id.clone(), Arc::new(Mutex::new(Entry { record, events: Vec::new() })));
         }
-        tasks.insert(record.task.id.clone(), Arc::new(Mutex::new(Entry { record, events: Vec::new() })));
+        self.order.lock().push_back(id);
+        if self.len() > self.max_tasks {
+            self.evict();
+        }
         Ok(())
     }
 
@@ -252,6 +300,44 @@ impl PushQueue for MemoryPushQueue {
 #[cfg(feature = "runtime")]
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Task, TaskState, TaskStatus};
+
+    fn record(id: &str, state: TaskState) -> TaskRecord {
+        let now = chrono::Utc::now();
+        TaskRecord {
+            task: Task {
+                id: id.into(),
+                context_id: "c".into(),
+                status: TaskStatus::new(state, now),
+                artifacts: None,
+                history: vec![],
+                metadata: None,
+            },
+            owner: "o".into(),
+            version: 1,
+            last_seq: 0,
+            cancel_requested: false,
+            created_at: now,
+        }
+    }
+
+    #[tokio::test]
+    async fn evicts_oldest_finished_tasks_only() {
+        let store = MemoryTaskStore::with_max_tasks(3);
+        store.create(record("running", TaskState::Working)).await.unwrap();
+        for i in 0..10 {
+            store.create(record(&format!("done{i}"), TaskState::Completed)).await.unwrap();
+        }
+        assert_eq!(store.len(), 3);
+        assert!(store.load("running").await.unwrap().is_some(), "unfinished tasks are kept");
+        assert!(store.load("done9").await.unwrap().is_some(), "the newest are kept");
+        assert!(store.load("done0").await.unwrap().is_none());
+    }
+}
 
 #[cfg(feature = "runtime")]
 impl Clock for SystemClock {
