@@ -11,7 +11,9 @@ use crate::engine::{Engine, EngineConfig, EnginePorts, Runner};
 use crate::executor::AgentExecutor;
 use crate::http::{Limits, Service};
 use crate::ports::Clock;
+use crate::push::{Deliverer, DnsPolicy, PushWorker};
 use crate::types::AgentCard;
+use crate::webhook::{AllowList, RetryPolicy};
 
 pub struct EmbeddedConfig {
     /// Where clients reach the server; the card's interface URLs are built from it.
@@ -24,6 +26,10 @@ pub struct EmbeddedConfig {
     pub limits: Limits,
     /// Cap on tasks kept in memory (the oldest finished ones are evicted past it).
     pub max_tasks: usize,
+    /// Private networks webhooks may reach anyway (e.g. 127.0.0.1 in development).
+    pub webhook_allow: AllowList,
+    pub push_retry: RetryPolicy,
+    pub push_timeout: std::time::Duration,
 }
 
 /// A running embedded agent.
@@ -31,13 +37,23 @@ pub struct Embedded {
     pub service: Arc<Service>,
     pub engine: Arc<Engine>,
     pub runner: Arc<Runner>,
+    /// `None` when the push worker could not be built (then the card says pushNotifications false).
+    pub push: Option<Arc<PushWorker>>,
 }
 
 /// Builds the engine and starts the runner; call inside a tokio runtime.
 pub fn start(config: EmbeddedConfig) -> Embedded {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let (queue, jobs) = MemoryWorkQueue::new();
-    let abilities = ServerAbilities { streaming: true, push_notifications: true };
+    let (push_queue, push_jobs) = MemoryPushQueue::new();
+    let push = match Deliverer::new(config.webhook_allow.clone(), config.push_timeout) {
+        Ok(d) => Some(PushWorker::new(Arc::new(d), config.push_retry)),
+        Err(e) => {
+            tracing::error!(error = %e, "webhook client unavailable: push notifications disabled");
+            None
+        }
+    };
+    let abilities = ServerAbilities { streaming: true, push_notifications: push.is_some() };
     let card = CardService::new(
         config.card,
         config.extended_card,
@@ -50,14 +66,18 @@ pub fn start(config: EmbeddedConfig) -> Embedded {
         store: Arc::new(MemoryTaskStore::with_max_tasks(config.max_tasks)),
         push_configs: Arc::new(MemoryPushConfigStore::default()),
         queue: Arc::new(queue),
-        push_queue: None,
+        push_queue: push.as_ref().map(|_| Arc::new(push_queue) as Arc<dyn crate::ports::PushQueue>),
         hub: Arc::new(MemoryHub::default()),
         clock,
         auth: config.auth,
+        webhooks: Arc::new(DnsPolicy { allow: config.webhook_allow }),
     };
     let engine = Arc::new(Engine::new(ports, card, config.engine));
     let runner = Arc::new(Runner::new(engine.clone(), config.executor));
     runner.clone().spawn(jobs);
+    if let Some(worker) = &push {
+        worker.clone().spawn(push_jobs);
+    }
     let service = Arc::new(Service::new(engine.clone(), config.limits));
-    Embedded { service, engine, runner }
+    Embedded { service, engine, runner, push }
 }

@@ -23,10 +23,13 @@ pub mod sse;
 pub mod types;
 pub mod v03;
 pub mod version;
+pub mod webhook;
 
 pub use error::{A2aError, ErrorKind, Result};
 
-#[cfg(feature = "runtime")]
+#[cfg(feature = "push")]
 pub mod embedded;
+#[cfg(feature = "push")]
+pub mod push;
 #[cfg(feature = "server")]
 pub mod server;

@@ -54,6 +54,9 @@ fn agent_with(setup: Setup) -> Agent {
         },
         limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20) },
         max_tasks: 10_000,
+        webhook_allow: Default::default(),
+        push_retry: Default::default(),
+        push_timeout: Duration::from_secs(2),
     });
     Agent { embedded }
 }
@@ -460,6 +463,12 @@ async fn push_config_crud_on_both_bindings() {
     assert_eq!(v["error"]["code"], -32001);
     let v = a.rpc("CreateTaskPushNotificationConfig", json!({"taskId": id, "url": "not a url"})).await;
     assert_eq!(v["error"]["code"], -32602);
+    // The SSRF guard: loopback, private and metadata addresses are refused at registration.
+    for url in ["http://127.0.0.1:8080/cb", "http://169.254.169.254/latest", "http://[::1]/x", "http://localhost/x"] {
+        let v = a.rpc("CreateTaskPushNotificationConfig", json!({"taskId": id, "url": url})).await;
+        assert_eq!(v["error"]["code"], -32602, "{url}: {v}");
+        assert!(v["error"]["message"].as_str().unwrap().starts_with("url"), "{v}");
+    }
     let v = a.rpc("CreateTaskPushNotificationConfig", json!({"taskId": "nope", "url": "https://x.example"})).await;
     assert_eq!(v["error"]["code"], -32001);
 

@@ -12,6 +12,7 @@ use a2a::engine::EngineConfig;
 use a2a::executor::{AgentExecutor, ConformanceAgent, EchoAgent};
 use a2a::http::Limits;
 use a2a::ports::Clock;
+use a2a::webhook::{AllowList, RetryPolicy};
 use clap::{Parser, ValueEnum};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -62,6 +63,15 @@ struct Args {
     /// Most tasks kept in memory; past it the oldest finished tasks are evicted.
     #[arg(long, env = "A2A_MAX_TASKS", default_value_t = a2a::adapters::memory::DEFAULT_MAX_TASKS)]
     max_tasks: usize,
+    /// Private networks webhooks may reach anyway, as `cidr,cidr` (e.g. 127.0.0.1/32 for local receivers).
+    #[arg(long, env = "A2A_WEBHOOK_ALLOW", default_value = "")]
+    webhook_allow: String,
+    /// Delivery attempts per notification before it is dead-lettered.
+    #[arg(long, env = "A2A_PUSH_MAX_ATTEMPTS", default_value_t = 6)]
+    push_max_attempts: u32,
+    /// Webhook request timeout, in seconds.
+    #[arg(long, env = "A2A_PUSH_TIMEOUT", default_value_t = 10)]
+    push_timeout: u64,
     #[arg(long, env = "A2A_LOG_FORMAT", value_enum, default_value = "human")]
     log_format: LogFormat,
 }
@@ -86,6 +96,7 @@ fn main() -> Result<(), String> {
         }
         None => Arc::new(Anonymous),
     };
+    let webhook_allow = AllowList::parse(&args.webhook_allow).map_err(|e| e.message)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {
         let listener =
@@ -109,6 +120,9 @@ fn main() -> Result<(), String> {
             },
             limits: Limits { max_body: args.max_body },
             max_tasks: args.max_tasks,
+            webhook_allow,
+            push_retry: RetryPolicy { max_attempts: args.push_max_attempts.max(1), ..RetryPolicy::default() },
+            push_timeout: Duration::from_secs(args.push_timeout),
         });
         tracing::info!(addr = %bound, agent = ?args.agent, "a2a-local listening");
         a2a::server::serve(listener, embedded.service, a2a::server::shutdown_signal(), Duration::from_secs(5))

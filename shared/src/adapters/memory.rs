@@ -301,6 +301,17 @@ impl PushQueue for MemoryPushQueue {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct SystemClock;
 
+#[cfg(feature = "runtime")]
+impl Clock for SystemClock {
+    fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        chrono::Utc::now()
+    }
+
+    fn sleep(&self, duration: std::time::Duration) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,16 +347,5 @@ mod tests {
         assert!(store.load("running").await.unwrap().is_some(), "unfinished tasks are kept");
         assert!(store.load("done9").await.unwrap().is_some(), "the newest are kept");
         assert!(store.load("done0").await.unwrap().is_none());
-    }
-}
-
-#[cfg(feature = "runtime")]
-impl Clock for SystemClock {
-    fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        chrono::Utc::now()
-    }
-
-    fn sleep(&self, duration: std::time::Duration) -> futures::future::BoxFuture<'static, ()> {
-        Box::pin(tokio::time::sleep(duration))
     }
 }

@@ -13,6 +13,7 @@ use crate::card::CardService;
 use crate::error::Result;
 use crate::ports::*;
 use crate::version::Version;
+use crate::webhook::WebhookPolicy;
 
 pub use fold::{apply, apply_all, AgentEvent};
 pub use follow::{follow, EventStream};
@@ -48,6 +49,7 @@ pub struct Engine {
     pub hub: Arc<dyn StreamHub>,
     pub clock: Arc<dyn Clock>,
     pub auth: Arc<dyn Authenticator>,
+    pub webhooks: Arc<dyn WebhookPolicy>,
     pub card: Arc<CardService>,
     pub recorder: Arc<Recorder>,
     pub config: EngineConfig,
@@ -62,6 +64,8 @@ pub struct EnginePorts {
     pub hub: Arc<dyn StreamHub>,
     pub clock: Arc<dyn Clock>,
     pub auth: Arc<dyn Authenticator>,
+    /// Which webhook URLs may be registered.
+    pub webhooks: Arc<dyn WebhookPolicy>,
 }
 
 impl Engine {
@@ -80,6 +84,7 @@ impl Engine {
             hub: ports.hub,
             clock: ports.clock,
             auth: ports.auth,
+            webhooks: ports.webhooks,
             card: Arc::new(card),
             recorder,
             config,

@@ -2,7 +2,7 @@
 //! (0.3 `tasks/pushNotificationConfig/set`), `POST /tasks/{taskId}/pushNotificationConfigs`, §3.1.7.
 
 use crate::engine::{CallContext, Engine};
-use crate::error::{A2aError, Result};
+use crate::error::Result;
 use crate::types::{TaskPushNotificationConfig, Validate};
 
 pub async fn create_push_config(
@@ -21,19 +21,10 @@ pub(super) async fn store_push_config(
     engine: &Engine,
     mut config: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig> {
-    check_webhook_url(&config.url)?;
+    engine.webhooks.check(&config.url).await?;
     if config.id.is_empty() {
         config.id = uuid::Uuid::new_v4().to_string();
     }
     engine.push_configs.put(config.clone()).await?;
     Ok(config)
-}
-
-fn check_webhook_url(url: &str) -> Result<()> {
-    let uri: http::Uri =
-        url.parse().map_err(|_| A2aError::invalid_field("url", format!("{url:?} is not a valid URL")))?;
-    match (uri.scheme_str(), uri.host()) {
-        (Some("http" | "https"), Some(host)) if !host.is_empty() => Ok(()),
-        _ => Err(A2aError::invalid_field("url", format!("{url:?} must be an absolute http(s) URL"))),
-    }
 }
