@@ -140,6 +140,7 @@ pub enum Role {
 pub struct Message {
     #[serde(default)]
     pub kind: MessageKind,
+    #[serde(default)]
     pub message_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
@@ -253,6 +254,7 @@ impl TaskStatus {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Artifact {
+    #[serde(default)]
     pub artifact_id: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
@@ -301,6 +303,7 @@ impl Artifact {
 #[serde(rename_all = "camelCase")]
 pub struct Task {
     pub id: String,
+    #[serde(default)]
     pub context_id: String,
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -410,6 +413,7 @@ impl From<MessageBody> for Message {
 #[serde(rename_all = "camelCase")]
 pub struct StatusUpdate {
     pub task_id: String,
+    #[serde(default)]
     pub context_id: String,
     pub status: TaskStatus,
     #[serde(rename = "final", default)]
@@ -422,6 +426,7 @@ pub struct StatusUpdate {
 #[serde(rename_all = "camelCase")]
 pub struct ArtifactUpdate {
     pub task_id: String,
+    #[serde(default)]
     pub context_id: String,
     pub artifact: Artifact,
     #[serde(default, skip_serializing_if = "is_false")]
@@ -589,6 +594,24 @@ impl MessageSendParams {
     }
 }
 
+impl From<&v1::SendMessageRequest> for MessageSendParams {
+    fn from(r: &v1::SendMessageRequest) -> Self {
+        Self {
+            message: Message::from(&r.message),
+            configuration: r.configuration.as_ref().map(|c| SendConfiguration {
+                accepted_output_modes: c.accepted_output_modes.clone(),
+                blocking: c.return_immediately.then_some(false),
+                history_length: c.history_length,
+                push_notification_config: c
+                    .task_push_notification_config
+                    .as_ref()
+                    .map(|p| TaskPushNotificationConfig::from(p).push_notification_config),
+            }),
+            metadata: r.metadata.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskQueryParams {
@@ -626,17 +649,18 @@ pub struct PushConfigParams {
 /// that did not send `A2A-Version` still finds the 1.0 endpoints.
 pub fn card_to_wire(card: &v1::AgentCard) -> Value {
     use serde_json::json;
-    let jsonrpc_url = card
+    // The main interface is the first one that speaks 0.3 (else the first one at all).
+    let main = card
         .supported_interfaces
         .iter()
-        .find(|i| i.protocol_binding == "JSONRPC")
-        .or_else(|| card.supported_interfaces.first())
-        .map(|i| i.url.clone())
-        .unwrap_or_default();
+        .find(|i| i.protocol_version.starts_with("0."))
+        .or_else(|| card.supported_interfaces.first());
+    let (main_url, main_transport) =
+        main.map_or((String::new(), "JSONRPC".to_string()), |i| (i.url.clone(), i.protocol_binding.clone()));
     let additional: Vec<Value> = card
         .supported_interfaces
         .iter()
-        .filter(|i| i.protocol_version.starts_with("0.3"))
+        .filter(|i| i.protocol_version.starts_with("0."))
         .map(|i| json!({"url": i.url, "transport": i.protocol_binding}))
         .collect();
     let schemes: serde_json::Map<String, Value> =
@@ -646,12 +670,13 @@ pub fn card_to_wire(card: &v1::AgentCard) -> Value {
         .iter()
         .map(|r| Value::Object(r.schemes.iter().map(|(k, v)| (k.clone(), json!(v.list))).collect()))
         .collect();
+    let protocol_version = main.map(|i| i.protocol_version.as_str()).filter(|v| v.starts_with("0.")).unwrap_or("0.3.0");
     let mut out = json!({
-        "protocolVersion": "0.3.0",
+        "protocolVersion": protocol_version,
         "name": card.name,
         "description": card.description,
-        "url": jsonrpc_url,
-        "preferredTransport": "JSONRPC",
+        "url": main_url,
+        "preferredTransport": main_transport,
         "additionalInterfaces": additional,
         "version": card.version,
         "capabilities": {
@@ -691,6 +716,114 @@ pub fn card_to_wire(card: &v1::AgentCard) -> Value {
         out["signatures"] = json!(card.signatures);
     }
     out
+}
+
+/// Reads a 0.3 card into the 1.0 model: `url` + `preferredTransport` + `additionalInterfaces` become
+/// `supportedInterfaces` (unless the card already has them), `supportsAuthenticatedExtendedCard`
+/// becomes `capabilities.extendedAgentCard`, and the OpenAPI-style security schemes and `security`
+/// lists become their 1.0 one-of forms.
+pub fn card_from_wire(mut card: Value) -> Result<v1::AgentCard> {
+    use serde_json::json;
+    let obj = card.as_object_mut().ok_or_else(|| A2aError::invalid_params("agent card must be a JSON object"))?;
+    let version =
+        obj.remove("protocolVersion").and_then(|v| v.as_str().map(str::to_string)).unwrap_or_else(|| "0.3.0".into());
+    let url = obj.remove("url");
+    let preferred = obj.remove("preferredTransport");
+    let additional = obj.remove("additionalInterfaces");
+    if !obj.contains_key("supportedInterfaces") {
+        let mut ifaces = Vec::new();
+        if let Some(url) = url {
+            ifaces.push(json!({"url": url, "protocolBinding": preferred.unwrap_or_else(|| json!("JSONRPC")), "protocolVersion": version}));
+        }
+        for i in additional.as_ref().and_then(Value::as_array).into_iter().flatten() {
+            let iface = json!({"url": i["url"], "protocolBinding": i["transport"], "protocolVersion": version});
+            // 0.3 cards usually repeat the main interface among the additional ones.
+            if !ifaces.contains(&iface) {
+                ifaces.push(iface);
+            }
+        }
+        obj.insert("supportedInterfaces".into(), Value::Array(ifaces));
+    }
+    if let Some(ext) =
+        obj.remove("supportsAuthenticatedExtendedCard").or_else(|| obj.remove("supportsExtendedAgentCard"))
+    {
+        let caps = obj.entry("capabilities").or_insert_with(|| json!({}));
+        if caps.get("extendedAgentCard").is_none() {
+            caps["extendedAgentCard"] = ext;
+        }
+    }
+    if let Some(caps) = obj.get_mut("capabilities").and_then(Value::as_object_mut) {
+        caps.remove("stateTransitionHistory");
+    }
+    if let Some(Value::Object(schemes)) = obj.get_mut("securitySchemes") {
+        for scheme in schemes.values_mut() {
+            if let Some(converted) = security_scheme_from_wire(scheme) {
+                *scheme = converted;
+            }
+        }
+    }
+    let security_to_requirements = |v: Value| -> Value {
+        Value::Array(
+            v.as_array()
+                .into_iter()
+                .flatten()
+                .map(|req| {
+                    let schemes: serde_json::Map<String, Value> = req
+                        .as_object()
+                        .into_iter()
+                        .flatten()
+                        .map(|(k, scopes)| (k.clone(), json!({"list": scopes})))
+                        .collect();
+                    json!({"schemes": schemes})
+                })
+                .collect(),
+        )
+    };
+    if let Some(security) = obj.remove("security") {
+        obj.entry("securityRequirements").or_insert_with(|| security_to_requirements(security));
+    }
+    if let Some(Value::Array(skills)) = obj.get_mut("skills") {
+        for skill in skills.iter_mut().filter_map(Value::as_object_mut) {
+            if let Some(security) = skill.remove("security") {
+                skill.entry("securityRequirements").or_insert_with(|| security_to_requirements(security));
+            }
+        }
+    }
+    serde_path_to_error::deserialize(card)
+        .map_err(|e| A2aError::invalid_field(&format!("card.{}", e.path()), e.inner()))
+}
+
+/// A 0.3 (OpenAPI-style, `type`-tagged) security scheme in the 1.0 one-of form; `None` if the
+/// scheme is already in 1.0 form.
+fn security_scheme_from_wire(s: &Value) -> Option<Value> {
+    use serde_json::json;
+    let description = s.get("description").cloned().unwrap_or(Value::Null);
+    let with_description = |mut inner: Value| {
+        if !description.is_null() {
+            inner["description"] = description.clone();
+        }
+        inner
+    };
+    Some(match s.get("type")?.as_str()? {
+        "apiKey" => json!({"apiKeySecurityScheme": with_description(json!({"location": s["in"], "name": s["name"]}))}),
+        "http" => {
+            let mut inner = json!({"scheme": s["scheme"]});
+            if let Some(f) = s.get("bearerFormat") {
+                inner["bearerFormat"] = f.clone();
+            }
+            json!({"httpAuthSecurityScheme": with_description(inner)})
+        }
+        "oauth2" => {
+            let flows = s.get("flows")?.as_object()?;
+            let (name, flow) = flows.iter().next()?;
+            json!({"oauth2SecurityScheme": with_description(json!({"flows": {name.clone(): flow}}))})
+        }
+        "openIdConnect" => {
+            json!({"openIdConnectSecurityScheme": with_description(json!({"openIdConnectUrl": s["openIdConnectUrl"]}))})
+        }
+        "mutualTLS" => json!({"mtlsSecurityScheme": with_description(json!({}))}),
+        _ => return None,
+    })
 }
 
 fn security_scheme_to_wire(s: &v1::SecurityScheme) -> Value {

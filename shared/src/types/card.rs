@@ -19,6 +19,7 @@ pub struct AgentCard {
     pub supported_interfaces: Vec<AgentInterface>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<AgentProvider>,
+    #[serde(default)]
     pub version: String,
     #[serde(default, alias = "documentation_url", skip_serializing_if = "Option::is_none")]
     pub documentation_url: Option<String>,
@@ -43,18 +44,21 @@ pub struct AgentCard {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentInterface {
+    #[serde(default)]
     pub url: String,
-    #[serde(alias = "protocol_binding")]
+    #[serde(default, alias = "protocol_binding")]
     pub protocol_binding: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tenant: String,
-    #[serde(alias = "protocol_version")]
+    #[serde(default, alias = "protocol_version")]
     pub protocol_version: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentProvider {
+    #[serde(default)]
     pub url: String,
+    #[serde(default)]
     pub organization: String,
 }
 
@@ -86,8 +90,11 @@ pub struct AgentExtension {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSkill {
+    #[serde(default)]
     pub id: String,
+    #[serde(default)]
     pub name: String,
+    #[serde(default)]
     pub description: String,
     #[serde(default)]
     pub tags: Vec<String>,
@@ -103,7 +110,9 @@ pub struct AgentSkill {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentCardSignature {
+    #[serde(default)]
     pub protected: String,
+    #[serde(default)]
     pub signature: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header: Option<Struct>,
@@ -142,7 +151,9 @@ pub struct ApiKeySecurityScheme {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
     /// `header`, `query` or `cookie`.
+    #[serde(default)]
     pub location: String,
+    #[serde(default)]
     pub name: String,
 }
 
@@ -151,6 +162,7 @@ pub struct ApiKeySecurityScheme {
 pub struct HttpAuthSecurityScheme {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
+    #[serde(default)]
     pub scheme: String,
     #[serde(default, alias = "bearer_format", skip_serializing_if = "String::is_empty")]
     pub bearer_format: String,
@@ -171,7 +183,7 @@ pub struct OAuth2SecurityScheme {
 pub struct OpenIdConnectSecurityScheme {
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
-    #[serde(alias = "open_id_connect_url")]
+    #[serde(default, alias = "open_id_connect_url")]
     pub open_id_connect_url: String,
 }
 

@@ -11,7 +11,13 @@ use super::{Message, Struct, Task, TaskState};
 pub struct SendMessageConfiguration {
     #[serde(default, alias = "accepted_output_modes", skip_serializing_if = "Vec::is_empty")]
     pub accepted_output_modes: Vec<String>,
-    #[serde(default, alias = "task_push_notification_config", skip_serializing_if = "Option::is_none")]
+    // `pushNotificationConfig` is the 0.3 name, still used by an example of the 1.0 specification.
+    #[serde(
+        default,
+        alias = "task_push_notification_config",
+        alias = "pushNotificationConfig",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub task_push_notification_config: Option<TaskPushNotificationConfig>,
     #[serde(default, alias = "history_length", with = "opt_i32", skip_serializing_if = "Option::is_none")]
     pub history_length: Option<i32>,
@@ -75,11 +81,13 @@ fn is_unspecified(s: &TaskState) -> bool {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTasksResponse {
+    #[serde(default)]
     pub tasks: Vec<Task>,
+    #[serde(default)]
     pub next_page_token: String,
-    #[serde(with = "i32_lenient")]
+    #[serde(default, with = "i32_lenient")]
     pub page_size: i32,
-    #[serde(with = "i32_lenient")]
+    #[serde(default, with = "i32_lenient")]
     pub total_size: i32,
 }
 
@@ -140,12 +148,35 @@ pub struct GetExtendedAgentCardRequest {
     pub tenant: String,
 }
 
-/// Authentication the agent uses when calling a webhook.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Authentication the agent uses when calling a webhook. The credentials never appear in `Debug`.
+#[derive(Clone, PartialEq, Serialize)]
 pub struct AuthenticationInfo {
     pub scheme: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub credentials: String,
+}
+
+impl std::fmt::Debug for AuthenticationInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthenticationInfo").field("scheme", &self.scheme).field("credentials", &"<redacted>").finish()
+    }
+}
+
+impl<'de> Deserialize<'de> for AuthenticationInfo {
+    /// Also reads the 0.3 form `{"schemes": ["Bearer"], ...}` (the first scheme is used).
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Wire {
+            scheme: Option<String>,
+            #[serde(default)]
+            schemes: Vec<String>,
+            #[serde(default)]
+            credentials: String,
+        }
+        let w = Wire::deserialize(d)?;
+        let scheme = w.scheme.or_else(|| w.schemes.into_iter().next()).unwrap_or_default();
+        Ok(Self { scheme, credentials: w.credentials })
+    }
 }
 
 /// A webhook registered for a task's updates.
