@@ -28,6 +28,8 @@ pub enum ErrorKind {
     // Transport-level refusals (not in §5.4; codes chosen in the -32000..-32099 server range).
     Unauthenticated,
     PayloadTooLarge,
+    /// HTTP+JSON: the path exists but not for this HTTP method.
+    MethodNotAllowed,
 }
 
 /// How one error kind appears on each binding.
@@ -63,6 +65,7 @@ impl ErrorKind {
         Self::VersionNotSupported,
         Self::Unauthenticated,
         Self::PayloadTooLarge,
+        Self::MethodNotAllowed,
     ];
 
     /// The mapping table. Everything that turns an error into bytes reads it from here.
@@ -117,6 +120,7 @@ impl ErrorKind {
             Self::PayloadTooLarge => {
                 s(-32600, 413, "RESOURCE_EXHAUSTED", "PAYLOAD_TOO_LARGE", "Request body too large")
             }
+            Self::MethodNotAllowed => s(-32601, 405, "UNIMPLEMENTED", "METHOD_NOT_ALLOWED", "HTTP method not allowed"),
         }
     }
 }

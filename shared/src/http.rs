@@ -92,7 +92,12 @@ impl Service {
         match binding_of(path) {
             Binding::JsonRpc if parts.method == Method::POST => crate::jsonrpc::handle(self, &parts, body).await,
             Binding::JsonRpc => {
-                rest_error(&A2aError::new(ErrorKind::MethodNotFound, "the JSON-RPC endpoint takes POST requests"))
+                let mut resp = rest_error(&A2aError::new(
+                    ErrorKind::MethodNotAllowed,
+                    "the JSON-RPC endpoint takes POST requests",
+                ));
+                resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+                resp
             }
             Binding::Rest => crate::rest::handle(self, &parts, body).await,
         }
@@ -121,7 +126,7 @@ impl Service {
 
     fn agent_card(&self, parts: &http::request::Parts) -> HttpResponse {
         if parts.method != Method::GET && parts.method != Method::HEAD {
-            return rest_error(&A2aError::new(ErrorKind::MethodNotFound, "the agent card is served on GET"));
+            return rest_error(&A2aError::new(ErrorKind::MethodNotAllowed, "the agent card is served on GET"));
         }
         let version = match version::negotiate(&parts.headers, parts.uri.query()) {
             Ok(v) => v,

@@ -110,10 +110,9 @@ pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes
         }
         Err(NoRoute::MethodNotAllowed(allow)) => {
             let mut resp = rest_error(&A2aError::new(
-                ErrorKind::MethodNotFound,
+                ErrorKind::MethodNotAllowed,
                 format!("{} is not allowed on {path}; use {allow}", parts.method),
             ));
-            *resp.status_mut() = StatusCode::METHOD_NOT_ALLOWED;
             resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
             return resp;
         }

@@ -670,7 +670,11 @@ pub fn card_to_wire(card: &v1::AgentCard) -> Value {
         .iter()
         .map(|r| Value::Object(r.schemes.iter().map(|(k, v)| (k.clone(), json!(v.list))).collect()))
         .collect();
-    let protocol_version = main.map(|i| i.protocol_version.as_str()).filter(|v| v.starts_with("0.")).unwrap_or("0.3.0");
+    // 0.3 cards carry a full semantic version ("0.3.0"); 1.0 cards say Major.Minor ("0.3").
+    let protocol_version = main.map(|i| i.protocol_version.as_str()).filter(|v| v.starts_with("0.")).map_or_else(
+        || "0.3.0".to_string(),
+        |v| if v.matches('.').count() == 1 { format!("{v}.0") } else { v.to_string() },
+    );
     let mut out = json!({
         "protocolVersion": protocol_version,
         "name": card.name,
