@@ -45,11 +45,13 @@ pub type HttpResponse = Response<Body>;
 pub struct Limits {
     /// Largest accepted request body (default 10 MiB).
     pub max_body: usize,
+    /// Idle time after which an SSE stream gets a `: keep-alive` comment (default 15 s).
+    pub keep_alive: std::time::Duration,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_body: 10 * 1024 * 1024 }
+        Self { max_body: 10 * 1024 * 1024, keep_alive: crate::sse::KEEP_ALIVE_EVERY }
     }
 }
 
@@ -170,8 +172,8 @@ pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> HttpResponse {
         .unwrap_or_else(|_| internal_response())
 }
 
-pub(crate) fn sse_response(stream: BoxStream<'static, Bytes>) -> HttpResponse {
-    let stream = crate::sse::with_keepalive(stream, crate::sse::KEEP_ALIVE_EVERY);
+pub(crate) fn sse_response(stream: BoxStream<'static, Bytes>, keep_alive: std::time::Duration) -> HttpResponse {
+    let stream = crate::sse::with_keepalive(stream, keep_alive);
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, crate::sse::CONTENT_TYPE)

@@ -101,7 +101,7 @@ async fn dispatch(
                     crate::sse::frame(None, None, &body.to_string())
                 }
             });
-            return Ok(sse_response(frames.boxed()));
+            return Ok(sse_response(frames.boxed(), service.limits.keep_alive));
         }
         (output, Wire::V1) => encode_v1(output),
         (output, Wire::V03) => encode_v03(output),

@@ -146,7 +146,7 @@ async fn serve(
                     crate::sse::frame(None, Some("error"), &e.to_rest().to_string())
                 }
             });
-            Ok(sse_response(frames.boxed()))
+            Ok(sse_response(frames.boxed(), service.limits.keep_alive))
         }
         output => {
             let value = match output {

@@ -52,7 +52,7 @@ fn agent_with(setup: Setup) -> Agent {
             cancel_timeout: Duration::from_secs(2),
             ..Default::default()
         },
-        limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20) },
+        limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20), keep_alive: Duration::from_millis(200) },
         max_tasks: 10_000,
         webhook_allow: Default::default(),
         push_retry: Default::default(),
@@ -706,4 +706,18 @@ async fn bad_input_gets_precise_errors() {
     assert_eq!((r.status, reason(&r.body)), (400, "PARSE_ERROR"));
     let r = a.call("GET", "/", &[], None).await;
     assert_eq!((r.status, r.body["error"]["code"].as_u64()), (405, Some(405)));
+}
+
+#[tokio::test]
+async fn idle_streams_get_keep_alive_comments() {
+    let a = agent();
+    let v = a.rpc("SendMessage", json!({"message": msg("test-resubscribe-message-id-ka", "x"), "configuration": {"returnImmediately": true}})).await;
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
+    let (_, _, body) = a.send("GET", &format!("/tasks/{id}:subscribe"), &[("A2A-Version", "1.0")], None).await;
+    let Body::Sse(stream) = body else { panic!("not a stream") };
+    let chunks: Vec<Bytes> = tokio::time::timeout(Duration::from_secs(10), stream.collect()).await.unwrap();
+    let text: String = chunks.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
+    // The long task stays WORKING ~1.5 s; with a 200 ms keep-alive the idle stream gets comments.
+    assert!(text.contains("\n\n: keep-alive\n\n") || text.starts_with(": keep-alive"), "{text}");
+    assert!(text.contains("TASK_STATE_COMPLETED"));
 }

@@ -118,7 +118,7 @@ fn main() -> Result<(), String> {
                 blocking_timeout: Duration::from_secs(args.blocking_timeout),
                 ..EngineConfig::default()
             },
-            limits: Limits { max_body: args.max_body },
+            limits: Limits { max_body: args.max_body, ..Limits::default() },
             max_tasks: args.max_tasks,
             webhook_allow,
             push_retry: RetryPolicy { max_attempts: args.push_max_attempts.max(1), ..RetryPolicy::default() },
