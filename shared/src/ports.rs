@@ -38,6 +38,29 @@ impl TaskRecord {
     }
 }
 
+#[cfg(test)]
+impl TaskRecord {
+    /// A fresh record for unit tests.
+    pub(crate) fn for_test(id: &str, state: TaskState) -> Self {
+        let now = chrono::Utc::now();
+        Self {
+            task: Task {
+                id: id.into(),
+                context_id: "c".into(),
+                status: crate::types::TaskStatus::new(state, now),
+                artifacts: None,
+                history: vec![],
+                metadata: None,
+            },
+            owner: "o".into(),
+            version: 1,
+            last_seq: 0,
+            cancel_requested: false,
+            created_at: now,
+        }
+    }
+}
+
 /// One entry of a task's event log; `seq` is gap-free and starts at 1.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventRecord {

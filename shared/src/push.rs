@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{A2aError, Result};
 use crate::ports::PushJob;
-use crate::webhook::{check_ip, notification, parse_url, AllowList, RetryPolicy, WebhookPolicy};
+use crate::webhook::{check_ip, notification, parse_url, AllowList, LiteralPolicy, RetryPolicy, WebhookPolicy};
 
 /// How one attempt went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,9 +104,10 @@ pub struct DnsPolicy {
 #[async_trait]
 impl WebhookPolicy for DnsPolicy {
     async fn check(&self, url: &str) -> Result<()> {
+        LiteralPolicy { allow: self.allow.clone() }.check(url).await?;
         let (host, port) = parse_url(url)?;
-        if let Ok(ip) = host.parse::<IpAddr>() {
-            return check_ip(ip, &self.allow);
+        if host.parse::<IpAddr>().is_ok() {
+            return Ok(());
         }
         // A name that does not resolve now cannot be shown to be forbidden; delivery checks again.
         let addrs = match tokio::net::lookup_host((host.as_str(), port)).await {

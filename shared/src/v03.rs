@@ -128,6 +128,11 @@ impl Part {
     }
 }
 
+/// Converts a list of parts, naming a bad one by its index under `path`.
+fn parts_into_v1(parts: Vec<Part>, path: &str) -> Result<Vec<v1::Part>> {
+    parts.into_iter().enumerate().map(|(i, p)| p.into_v1(&format!("{path}.parts[{i}]"))).collect()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
@@ -182,12 +187,7 @@ impl From<&v1::Message> for Message {
 
 impl Message {
     pub fn into_v1(self, path: &str) -> Result<v1::Message> {
-        let parts = self
-            .parts
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| p.into_v1(&format!("{path}.parts[{i}]")))
-            .collect::<Result<Vec<_>>>()?;
+        let parts = parts_into_v1(self.parts, path)?;
         Ok(v1::Message {
             message_id: self.message_id,
             context_id: self.context_id.unwrap_or_default(),
@@ -282,12 +282,7 @@ impl From<&v1::Artifact> for Artifact {
 
 impl Artifact {
     fn into_v1(self, path: &str) -> Result<v1::Artifact> {
-        let parts = self
-            .parts
-            .into_iter()
-            .enumerate()
-            .map(|(i, p)| p.into_v1(&format!("{path}.parts[{i}]")))
-            .collect::<Result<Vec<_>>>()?;
+        let parts = parts_into_v1(self.parts, path)?;
         Ok(v1::Artifact {
             artifact_id: self.artifact_id,
             name: self.name.unwrap_or_default(),
@@ -349,63 +344,50 @@ impl Task {
     }
 }
 
-/// A 0.3 result or stream event, tagged by `kind`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case")]
+/// A 0.3 result or stream event, tagged by `kind` (`task`, `message`, `status-update`,
+/// `artifact-update`). A [`Message`] writes its own `kind`; the others get it added.
+#[derive(Debug, Clone, PartialEq)]
 pub enum Event {
     Task(Task),
-    Message(MessageBody),
+    Message(Message),
     StatusUpdate(StatusUpdate),
     ArtifactUpdate(ArtifactUpdate),
 }
 
-/// A message without its own `kind` (the enum's tag provides it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MessageBody {
-    pub message_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub task_id: Option<String>,
-    pub role: Role,
-    pub parts: Vec<Part>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Struct>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub extensions: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub reference_task_ids: Vec<String>,
-}
-
-impl From<Message> for MessageBody {
-    fn from(m: Message) -> Self {
-        Self {
-            message_id: m.message_id,
-            context_id: m.context_id,
-            task_id: m.task_id,
-            role: m.role,
-            parts: m.parts,
-            metadata: m.metadata,
-            extensions: m.extensions,
-            reference_task_ids: m.reference_task_ids,
+impl Serialize for Event {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let (kind, value) = match self {
+            Event::Message(m) => return m.serialize(s),
+            Event::Task(t) => ("task", serde_json::to_value(t)),
+            Event::StatusUpdate(u) => ("status-update", serde_json::to_value(u)),
+            Event::ArtifactUpdate(u) => ("artifact-update", serde_json::to_value(u)),
+        };
+        let mut value = value.map_err(S::Error::custom)?;
+        if let Value::Object(m) = &mut value {
+            m.insert("kind".into(), Value::String(kind.into()));
         }
+        value.serialize(s)
     }
 }
 
-impl From<MessageBody> for Message {
-    fn from(m: MessageBody) -> Self {
-        Self {
-            kind: MessageKind::Message,
-            message_id: m.message_id,
-            context_id: m.context_id,
-            task_id: m.task_id,
-            role: m.role,
-            parts: m.parts,
-            metadata: m.metadata,
-            extensions: m.extensions,
-            reference_task_ids: m.reference_task_ids,
-        }
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        use serde::de::Error;
+        let value = Value::deserialize(d)?;
+        let kind = value.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+        let parsed = match kind.as_str() {
+            "task" => serde_json::from_value(value).map(Event::Task),
+            "message" => serde_json::from_value(value).map(Event::Message),
+            "status-update" => serde_json::from_value(value).map(Event::StatusUpdate),
+            "artifact-update" => serde_json::from_value(value).map(Event::ArtifactUpdate),
+            other => {
+                return Err(D::Error::custom(format!(
+                    "unknown kind {other:?}; expected task, message, status-update or artifact-update"
+                )))
+            }
+        };
+        parsed.map_err(D::Error::custom)
     }
 }
 
@@ -441,7 +423,7 @@ impl From<&v1::StreamResponse> for Event {
     fn from(ev: &v1::StreamResponse) -> Self {
         match ev {
             v1::StreamResponse::Task(t) => Event::Task(Task::from(t)),
-            v1::StreamResponse::Message(m) => Event::Message(Message::from(m).into()),
+            v1::StreamResponse::Message(m) => Event::Message(Message::from(m)),
             v1::StreamResponse::StatusUpdate(u) => Event::StatusUpdate(StatusUpdate {
                 task_id: u.task_id.clone(),
                 context_id: u.context_id.clone(),
@@ -465,7 +447,7 @@ impl Event {
     pub fn into_v1(self) -> Result<v1::StreamResponse> {
         Ok(match self {
             Event::Task(t) => v1::StreamResponse::Task(t.into_v1("task")?),
-            Event::Message(m) => v1::StreamResponse::Message(Message::from(m).into_v1("message")?),
+            Event::Message(m) => v1::StreamResponse::Message(m.into_v1("message")?),
             Event::StatusUpdate(u) => v1::StreamResponse::StatusUpdate(v1::TaskStatusUpdateEvent {
                 task_id: u.task_id,
                 context_id: u.context_id,
@@ -488,7 +470,7 @@ impl Event {
 pub fn send_result(r: &v1::SendMessageResponse) -> Event {
     match r {
         v1::SendMessageResponse::Task(t) => Event::Task(Task::from(t)),
-        v1::SendMessageResponse::Message(m) => Event::Message(Message::from(m).into()),
+        v1::SendMessageResponse::Message(m) => Event::Message(Message::from(m)),
     }
 }
 

@@ -315,25 +315,10 @@ impl Clock for SystemClock {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Task, TaskState, TaskStatus};
+    use crate::types::TaskState;
 
     fn record(id: &str, state: TaskState) -> TaskRecord {
-        let now = chrono::Utc::now();
-        TaskRecord {
-            task: Task {
-                id: id.into(),
-                context_id: "c".into(),
-                status: TaskStatus::new(state, now),
-                artifacts: None,
-                history: vec![],
-                metadata: None,
-            },
-            owner: "o".into(),
-            version: 1,
-            last_seq: 0,
-            cancel_requested: false,
-            created_at: now,
-        }
+        TaskRecord::for_test(id, state)
     }
 
     #[tokio::test]

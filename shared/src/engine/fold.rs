@@ -106,25 +106,10 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Part, Task};
+    use crate::types::Part;
 
     fn record() -> TaskRecord {
-        let now = Utc::now();
-        TaskRecord {
-            task: Task {
-                id: "t".into(),
-                context_id: "c".into(),
-                status: TaskStatus::new(TaskState::Submitted, now),
-                artifacts: None,
-                history: vec![],
-                metadata: None,
-            },
-            owner: "o".into(),
-            version: 1,
-            last_seq: 0,
-            cancel_requested: false,
-            created_at: now,
-        }
+        TaskRecord::for_test("t", TaskState::Submitted)
     }
 
     #[test]

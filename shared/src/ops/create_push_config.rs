@@ -3,16 +3,14 @@
 
 use crate::engine::{CallContext, Engine};
 use crate::error::Result;
-use crate::types::{TaskPushNotificationConfig, Validate};
+use crate::types::TaskPushNotificationConfig;
 
 pub async fn create_push_config(
     engine: &Engine,
     ctx: &CallContext,
     config: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig> {
-    super::require_push(engine)?;
-    config.validate("")?;
-    engine.load_owned(ctx, &config.task_id).await?;
+    super::push_config_task(engine, ctx, &config, &config.task_id).await?;
     store_push_config(engine, config).await
 }
 

@@ -4,15 +4,13 @@
 
 use crate::engine::{CallContext, Engine};
 use crate::error::Result;
-use crate::types::{DeleteTaskPushNotificationConfigRequest, Validate};
+use crate::types::DeleteTaskPushNotificationConfigRequest;
 
 pub async fn delete_push_config(
     engine: &Engine,
     ctx: &CallContext,
     req: DeleteTaskPushNotificationConfigRequest,
 ) -> Result<()> {
-    super::require_push(engine)?;
-    req.validate("")?;
-    engine.load_owned(ctx, &req.task_id).await?;
+    super::push_config_task(engine, ctx, &req, &req.task_id).await?;
     engine.push_configs.delete(&req.task_id, &req.id).await
 }

@@ -3,16 +3,14 @@
 
 use crate::engine::{CallContext, Engine};
 use crate::error::{A2aError, Result};
-use crate::types::{GetTaskPushNotificationConfigRequest, TaskPushNotificationConfig, Validate};
+use crate::types::{GetTaskPushNotificationConfigRequest, TaskPushNotificationConfig};
 
 pub async fn get_push_config(
     engine: &Engine,
     ctx: &CallContext,
     req: GetTaskPushNotificationConfigRequest,
 ) -> Result<TaskPushNotificationConfig> {
-    super::require_push(engine)?;
-    req.validate("")?;
-    engine.load_owned(ctx, &req.task_id).await?;
+    super::push_config_task(engine, ctx, &req, &req.task_id).await?;
     engine.push_configs.get(&req.task_id, &req.id).await?.ok_or_else(|| {
         A2aError::new(
             crate::error::ErrorKind::TaskNotFound,

@@ -4,16 +4,14 @@
 
 use crate::engine::{CallContext, Engine};
 use crate::error::Result;
-use crate::types::{ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse, Validate};
+use crate::types::{ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse};
 
 pub async fn list_push_configs(
     engine: &Engine,
     ctx: &CallContext,
     req: ListTaskPushNotificationConfigsRequest,
 ) -> Result<ListTaskPushNotificationConfigsResponse> {
-    super::require_push(engine)?;
-    req.validate("")?;
-    engine.load_owned(ctx, &req.task_id).await?;
+    super::push_config_task(engine, ctx, &req, &req.task_id).await?;
     let configs = engine.push_configs.list(&req.task_id).await?;
     Ok(ListTaskPushNotificationConfigsResponse { configs, next_page_token: String::new() })
 }

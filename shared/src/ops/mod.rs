@@ -28,9 +28,9 @@ pub use subscribe_to_task::subscribe_to_task;
 
 use futures::stream::BoxStream;
 
-use crate::engine::Engine;
+use crate::engine::{CallContext, Engine};
 use crate::error::{A2aError, Result};
-use crate::types::{StreamResponse, Task};
+use crate::types::{StreamResponse, Task, Validate};
 
 /// A stream of protocol events; `seq` is the SSE `id` (the task's event sequence number).
 pub type ResponseStream = BoxStream<'static, Result<StreamItem>>;
@@ -69,4 +69,12 @@ fn require_push(engine: &Engine) -> Result<()> {
     } else {
         Err(A2aError::push_not_supported())
     }
+}
+
+/// The common start of the push-config operations: the capability is on, the request is valid and
+/// the task is the caller's.
+async fn push_config_task(engine: &Engine, ctx: &CallContext, req: &impl Validate, task_id: &str) -> Result<()> {
+    require_push(engine)?;
+    req.validate("")?;
+    engine.load_owned(ctx, task_id).await.map(|_| ())
 }
