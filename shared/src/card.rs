@@ -192,6 +192,37 @@ mod tests {
     }
 
     #[test]
+    fn security_schemes_in_both_versions() {
+        let card = parse_card_file(
+            r#"{"securitySchemes": {
+                "oauth": {"oauth2SecurityScheme": {"flows": {"authorizationCode": {"authorizationUrl": "https://a.example/auth",
+                    "tokenUrl": "https://a.example/token", "scopes": {"read": "Read"}, "pkceRequired": true}}}},
+                "bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer", "bearerFormat": "JWT"}}},
+               "securityRequirements": [{"schemes": {"oauth": {"list": ["read"]}}}]}"#,
+        )
+        .unwrap();
+        let v1 = serde_json::to_value(&card).unwrap();
+        assert_eq!(
+            v1["securitySchemes"]["oauth"]["oauth2SecurityScheme"]["flows"]["authorizationCode"]["pkceRequired"],
+            true
+        );
+        let old = crate::v03::card_to_wire(&card);
+        assert_eq!(old["securitySchemes"]["oauth"]["type"], "oauth2");
+        assert_eq!(
+            old["securitySchemes"]["oauth"]["flows"]["authorizationCode"]["tokenUrl"],
+            "https://a.example/token"
+        );
+        assert_eq!(
+            old["securitySchemes"]["bearer"],
+            serde_json::json!({"type": "http", "scheme": "Bearer", "bearerFormat": "JWT"})
+        );
+        assert_eq!(old["security"], serde_json::json!([{"oauth": ["read"]}]));
+        let back = crate::v03::card_from_wire(old).unwrap();
+        assert_eq!(back.security_schemes, card.security_schemes);
+        assert_eq!(back.security_requirements, card.security_requirements);
+    }
+
+    #[test]
     fn etag_matching() {
         let c = ServedCard::new(&serde_json::json!({"a": 1}));
         assert!(c.matches(&c.etag));

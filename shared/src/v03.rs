@@ -833,12 +833,13 @@ fn security_scheme_to_wire(s: &v1::SecurityScheme) -> Value {
         }
         v1::SecurityScheme::Oauth2SecurityScheme(o) => {
             let (name, flow) = match &o.flows {
-                v1::OAuthFlows::AuthorizationCode(f) => ("authorizationCode", f),
-                v1::OAuthFlows::ClientCredentials(f) => ("clientCredentials", f),
-                v1::OAuthFlows::Implicit(f) => ("implicit", f),
-                v1::OAuthFlows::Password(f) => ("password", f),
-                v1::OAuthFlows::DeviceCode(f) => ("deviceCode", f),
+                v1::OAuthFlows::AuthorizationCode(f) => ("authorizationCode", serde_json::to_value(f)),
+                v1::OAuthFlows::ClientCredentials(f) => ("clientCredentials", serde_json::to_value(f)),
+                v1::OAuthFlows::Implicit(f) => ("implicit", serde_json::to_value(f)),
+                v1::OAuthFlows::Password(f) => ("password", serde_json::to_value(f)),
+                v1::OAuthFlows::DeviceCode(f) => ("deviceCode", serde_json::to_value(f)),
             };
+            let flow = flow.unwrap_or(Value::Null);
             with_description(json!({"type": "oauth2", "flows": {name: flow}}), &o.description)
         }
         v1::SecurityScheme::OpenIdConnectSecurityScheme(o) => with_description(

@@ -198,24 +198,23 @@ pub struct MutualTlsSecurityScheme {
 #[serde(rename_all = "camelCase")]
 pub enum OAuthFlows {
     #[serde(alias = "authorization_code")]
-    AuthorizationCode(OAuthFlow),
+    AuthorizationCode(AuthorizationCodeOAuthFlow),
     #[serde(alias = "client_credentials")]
-    ClientCredentials(OAuthFlow),
-    Implicit(OAuthFlow),
-    Password(OAuthFlow),
+    ClientCredentials(ClientCredentialsOAuthFlow),
+    /// Deprecated in the proto; still readable.
+    Implicit(ImplicitOAuthFlow),
+    /// Deprecated in the proto; still readable.
+    Password(PasswordOAuthFlow),
     #[serde(alias = "device_code")]
-    DeviceCode(OAuthFlow),
+    DeviceCode(DeviceCodeOAuthFlow),
 }
 
-/// The union of the fields of every OAuth flow message (each flow uses a subset).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct OAuthFlow {
-    #[serde(default, alias = "authorization_url", skip_serializing_if = "String::is_empty")]
+pub struct AuthorizationCodeOAuthFlow {
+    #[serde(default, alias = "authorization_url")]
     pub authorization_url: String,
-    #[serde(default, alias = "device_authorization_url", skip_serializing_if = "String::is_empty")]
-    pub device_authorization_url: String,
-    #[serde(default, alias = "token_url", skip_serializing_if = "String::is_empty")]
+    #[serde(default, alias = "token_url")]
     pub token_url: String,
     #[serde(default, alias = "refresh_url", skip_serializing_if = "String::is_empty")]
     pub refresh_url: String,
@@ -223,4 +222,50 @@ pub struct OAuthFlow {
     pub scopes: BTreeMap<String, String>,
     #[serde(default, alias = "pkce_required", skip_serializing_if = "is_false")]
     pub pkce_required: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientCredentialsOAuthFlow {
+    #[serde(default, alias = "token_url")]
+    pub token_url: String,
+    #[serde(default, alias = "refresh_url", skip_serializing_if = "String::is_empty")]
+    pub refresh_url: String,
+    #[serde(default)]
+    pub scopes: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImplicitOAuthFlow {
+    #[serde(default, alias = "authorization_url", skip_serializing_if = "String::is_empty")]
+    pub authorization_url: String,
+    #[serde(default, alias = "refresh_url", skip_serializing_if = "String::is_empty")]
+    pub refresh_url: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scopes: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PasswordOAuthFlow {
+    #[serde(default, alias = "token_url", skip_serializing_if = "String::is_empty")]
+    pub token_url: String,
+    #[serde(default, alias = "refresh_url", skip_serializing_if = "String::is_empty")]
+    pub refresh_url: String,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scopes: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceCodeOAuthFlow {
+    #[serde(default, alias = "device_authorization_url")]
+    pub device_authorization_url: String,
+    #[serde(default, alias = "token_url")]
+    pub token_url: String,
+    #[serde(default, alias = "refresh_url", skip_serializing_if = "String::is_empty")]
+    pub refresh_url: String,
+    #[serde(default)]
+    pub scopes: BTreeMap<String, String>,
 }
