@@ -105,8 +105,8 @@ pub struct TaskPage {
 /// Tasks, their history and their event log.
 #[async_trait]
 pub trait TaskStore: Send + Sync {
-    /// Stores a new task; fails if the id exists.
-    async fn create(&self, record: TaskRecord) -> Result<()>;
+    /// Stores a new task with its first history message; `false` (and no change) if the id exists.
+    async fn create(&self, record: TaskRecord) -> Result<bool>;
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>>;
 

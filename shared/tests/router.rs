@@ -266,8 +266,12 @@ async fn multi_turn_input_required_and_task_rules() {
     assert_eq!(t["contextId"], context_id);
     assert_eq!(t["history"].as_array().unwrap().len(), 4, "user, agent question, user answer, agent answer: {t}");
 
-    // Terminal tasks take no more messages; unknown tasks are not found.
+    // A repeated follow-up is not replayed: the task comes back as it stands.
     let v = a.rpc("SendMessage", follow).await;
+    assert_eq!(v["result"]["task"]["history"].as_array().unwrap().len(), 4, "{v}");
+    // Terminal tasks take no more messages; unknown tasks are not found.
+    let late = json!({"message": {"messageId": "follow-2", "role": "ROLE_USER", "taskId": task_id, "parts": [{"text": "more"}]}});
+    let v = a.rpc("SendMessage", late).await;
     assert_eq!(v["error"]["code"], -32004);
     assert_eq!(reason(&v["error"]), "UNSUPPORTED_OPERATION");
     let unknown =
@@ -585,7 +589,13 @@ async fn version_negotiation_and_extensions() {
 async fn every_rest_route_with_and_without_tenant() {
     let a = agent();
     for prefix in ["", "/acme"] {
-        let r = a.rest("POST", &format!("{prefix}/message:send"), Some(json!({"message": msg("r1", "hi")}))).await;
+        let r = a
+            .rest(
+                "POST",
+                &format!("{prefix}/message:send"),
+                Some(json!({"message": msg(&format!("r1{prefix}"), "hi")})),
+            )
+            .await;
         assert_eq!(r.status, 200, "{}", r.body);
         let id = r.body["task"]["id"].as_str().unwrap().to_string();
         let checks: Vec<(&str, String, Option<Value>, u16)> = vec![
@@ -616,7 +626,7 @@ async fn every_rest_route_with_and_without_tenant() {
                 "POST",
                 &format!("{prefix}/message:stream"),
                 &[("A2A-Version", "1.0"), ("content-type", "application/json")],
-                Some(&json!({"message": msg("tck-stream-002", "x")}).to_string()),
+                Some(&json!({"message": msg(&format!("tck-stream-002{prefix}"), "x")}).to_string()),
             )
             .await;
         assert_eq!(status, 200);
@@ -720,4 +730,32 @@ async fn idle_streams_get_keep_alive_comments() {
     // The long task stays WORKING ~1.5 s; with a 200 ms keep-alive the idle stream gets comments.
     assert!(text.contains("\n\n: keep-alive\n\n") || text.starts_with(": keep-alive"), "{text}");
     assert!(text.contains("TASK_STATE_COMPLETED"));
+}
+
+#[tokio::test]
+async fn send_message_is_idempotent_on_message_id() {
+    let a = agent();
+    let first = a.rpc("SendMessage", json!({"message": msg("same-id", "once")})).await;
+    let again = a.rpc("SendMessage", json!({"message": msg("same-id", "once")})).await;
+    assert_eq!(first["result"]["task"]["id"], again["result"]["task"]["id"]);
+    assert_eq!(again["result"]["task"]["artifacts"].as_array().unwrap().len(), 1, "the agent ran once: {again}");
+    assert_eq!(again["result"]["task"]["history"].as_array().unwrap().len(), 1);
+    let v = a.rpc("ListTasks", json!({})).await;
+    assert_eq!(v["result"]["totalSize"], 1);
+    // The same messageId from the stream binding: the finished task, and the stream ends.
+    let body = json!({"message": msg("same-id", "once")}).to_string();
+    let (_, events) = a
+        .sse("POST", "/message:stream", &[("content-type", "application/json"), ("A2A-Version", "1.0")], Some(&body))
+        .await;
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].2["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    // Another principal with the same messageId gets its own task.
+    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), ..Default::default() });
+    let x = a
+        .rpc_with("SendMessage", json!({"message": msg("shared", "x")}), &[("A2A-Version", "1.0"), ("X-API-Key", "ka")])
+        .await;
+    let y = a
+        .rpc_with("SendMessage", json!({"message": msg("shared", "x")}), &[("A2A-Version", "1.0"), ("X-API-Key", "kb")])
+        .await;
+    assert_ne!(x["result"]["task"]["id"], y["result"]["task"]["id"]);
 }

@@ -38,6 +38,9 @@ def user_message(message_id, text="hello", task_id=None):
 
 
 async def send(client, message_id, text="hello", **kw):
+    # messageIds are unique per message (SendMessage is idempotent on them); the conformance agent
+    # reads only the prefix.
+    message_id = f"{message_id}-{uuid.uuid4().hex[:8]}"
     events = [e async for e in client.send_message(pb.SendMessageRequest(message=user_message(message_id, text, **kw)))]
     return events
 
@@ -157,7 +160,7 @@ async def test_sdk_0_3_compat_transport(server):
     del card.supported_interfaces[:]
     card.supported_interfaces.extend(legacy)
     client = ClientFactory(ClientConfig(streaming=True, httpx_client=http_client())).create(card)
-    events = [e async for e in client.send_message(pb.SendMessageRequest(message=user_message("tck-stream-001")))]
+    events = [e async for e in client.send_message(pb.SendMessageRequest(message=user_message(f"tck-stream-001-{uuid.uuid4()}")))]
     assert events[0].WhichOneof("payload") == "task"
     assert events[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
     task = await client.get_task(pb.GetTaskRequest(id=events[0].task.id))
@@ -186,12 +189,12 @@ async def test_raw_0_3_jsonrpc_flow_without_version_header(server):
         res = await rpc("tasks/get", {"id": "nope"})
         assert res["error"]["code"] == -32001
 
-        file_msg = dict(msg, messageId="tck-artifact-file-03")
+        file_msg = dict(msg, messageId=f"tck-artifact-file-{uuid.uuid4()}")
         res = await rpc("message/send", {"message": file_msg})
         part = res["result"]["artifacts"][0]["parts"][0]
         assert part["kind"] == "file" and part["file"]["bytes"] == "dGNr" and part["file"]["name"] == "output.txt"
 
-        stream_msg = dict(msg, messageId="tck-stream-003")
+        stream_msg = dict(msg, messageId=f"tck-stream-003-{uuid.uuid4()}")
         body = {"jsonrpc": "2.0", "id": "s", "method": "message/stream", "params": {"message": stream_msg}}
         events = []
         async with hc.stream("POST", server + "/", json=body) as r:

@@ -84,12 +84,12 @@ impl MemoryTaskStore {
 
 #[async_trait]
 impl TaskStore for MemoryTaskStore {
-    async fn create(&self, record: TaskRecord) -> Result<()> {
+    async fn create(&self, record: TaskRecord) -> Result<bool> {
         let id = record.task.id.clone();
         {
             let mut tasks = self.tasks.write();
             if tasks.contains_key(&id) {
-                return Err(A2aError::internal(format!("task {id} already exists")));
+                return Ok(false);
             }
             tasks.insert(id.clone(), Arc::new(Mutex::new(Entry { record, events: Vec::new() })));
         }
@@ -97,7 +97,7 @@ impl TaskStore for MemoryTaskStore {
         if self.len() > self.max_tasks {
             self.evict();
         }
-        Ok(())
+        Ok(true)
     }
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {

@@ -23,7 +23,7 @@ pub async fn send_message(
     let return_immediately = req.configuration.as_ref().is_some_and(|c| c.return_immediately);
     let turn = start_turn(engine, ctx, req).await?;
     let task_id = turn.snapshot.id.clone();
-    if return_immediately {
+    if return_immediately || (turn.duplicate && !turn.is_new_task) {
         let mut task = turn.snapshot;
         super::trim_history(&mut task, history_length, engine.config.default_history_length);
         return Ok(SendMessageResponse::Task(task));

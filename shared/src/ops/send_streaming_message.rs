@@ -25,6 +25,19 @@ pub async fn send_streaming_message(
     let turn = start_turn(engine, ctx, req).await?;
     let mut snapshot = turn.snapshot;
     super::trim_history(&mut snapshot, history_length, engine.config.default_history_length);
+    if turn.duplicate {
+        // A repeated request: show the task as it stands, then whatever is still to come.
+        let ended = snapshot.status.state.ends_turn();
+        let task_id = snapshot.id.clone();
+        let opening = StreamItem { seq: None, event: StreamResponse::Task(snapshot) };
+        if ended {
+            return Ok(stream::iter([Ok(opening)]).boxed());
+        }
+        let rec = engine.store.load(&task_id).await?.ok_or_else(|| crate::error::A2aError::task_not_found(&task_id))?;
+        let rest = follow(engine.store.clone(), engine.hub.clone(), &task_id, rec.last_seq)
+            .map(|r| r.map(|ev| StreamItem { seq: Some(ev.seq), event: ev.event }));
+        return Ok(stream::iter([Ok(opening)]).chain(rest).boxed());
+    }
     let opening = StreamItem { seq: Some(turn.start_seq), event: StreamResponse::Task(snapshot) };
     let mut events = follow(engine.store.clone(), engine.hub.clone(), opening.event.task_id(), turn.start_seq);
     let is_new_task = turn.is_new_task;
