@@ -1,19 +1,41 @@
-//! The embedded deployment (feature `runtime`): memory store and push-config store, in-process work
-//! queue consumed by the runner, broadcast hub, system clock. What `a2a-local` runs, and what the
-//! router tests build.
+//! The embedded deployment (feature `push`): one process serving every route, with either the
+//! memory backend (store, queues and hub in process) or the AWS backend (DynamoDB store, SQS queues
+//! consumed by in-process pollers, in-process hub). What `a2a-local` runs and the tests build.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::adapters::memory::*;
 use crate::auth::Authenticator;
 use crate::card::{CardService, ServerAbilities};
 use crate::engine::{Engine, EngineConfig, EnginePorts, Runner};
+use crate::error::Result;
 use crate::executor::AgentExecutor;
 use crate::http::{Limits, Service};
-use crate::ports::Clock;
+use crate::ports::{Clock, PushConfigStore, PushQueue, TaskStore, WorkQueue};
 use crate::push::{Deliverer, DnsPolicy, PushWorker};
 use crate::types::AgentCard;
 use crate::webhook::{AllowList, RetryPolicy};
+
+/// Where tasks live and how jobs travel.
+#[derive(Debug, Clone, Default)]
+pub enum Backend {
+    /// Memory store, in-process queues.
+    #[default]
+    Memory,
+    /// DynamoDB and SQS (feature `aws`), configured from the environment.
+    #[cfg(feature = "aws")]
+    Aws(AwsOptions),
+}
+
+#[cfg(feature = "aws")]
+#[derive(Debug, Clone)]
+pub struct AwsOptions {
+    pub settings: crate::adapters::aws::AwsSettings,
+    /// Create the table and the queues (with their dead-letter queues) when missing.
+    pub create_resources: bool,
+    pub poll: crate::adapters::aws::sqs::PollSettings,
+}
 
 pub struct EmbeddedConfig {
     /// Where clients reach the server; the card's interface URLs are built from it.
@@ -24,12 +46,13 @@ pub struct EmbeddedConfig {
     pub auth: Arc<dyn Authenticator>,
     pub engine: EngineConfig,
     pub limits: Limits,
-    /// Cap on tasks kept in memory (the oldest finished ones are evicted past it).
+    pub backend: Backend,
+    /// Cap on tasks kept by the memory store (the oldest finished ones are evicted past it).
     pub max_tasks: usize,
     /// Private networks webhooks may reach anyway (e.g. 127.0.0.1 in development).
     pub webhook_allow: AllowList,
     pub push_retry: RetryPolicy,
-    pub push_timeout: std::time::Duration,
+    pub push_timeout: Duration,
 }
 
 /// A running embedded agent.
@@ -37,23 +60,121 @@ pub struct Embedded {
     pub service: Arc<Service>,
     pub engine: Arc<Engine>,
     pub runner: Arc<Runner>,
-    /// `None` when the push worker could not be built (then the card says pushNotifications false).
+    /// The in-process push worker (memory backend only).
     pub push: Option<Arc<PushWorker>>,
+    /// The DynamoDB store (AWS backend only), for its usage meter.
+    #[cfg(feature = "aws")]
+    pub dynamo: Option<Arc<crate::adapters::aws::DynamoStore>>,
 }
 
-/// Builds the engine and starts the runner; call inside a tokio runtime.
-pub fn start(config: EmbeddedConfig) -> Embedded {
-    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+/// Starts a backend's consumers once the runner exists; returns the in-process push worker, if any.
+type StartConsumers = Box<dyn FnOnce(Arc<Runner>, Arc<Deliverer>) -> Option<Arc<PushWorker>> + Send>;
+
+struct Wiring {
+    store: Arc<dyn TaskStore>,
+    push_configs: Arc<dyn PushConfigStore>,
+    queue: Arc<dyn WorkQueue>,
+    push_queue: Arc<dyn PushQueue>,
+    consumers: StartConsumers,
+    #[cfg(feature = "aws")]
+    dynamo: Option<Arc<crate::adapters::aws::DynamoStore>>,
+}
+
+fn memory_wiring(max_tasks: usize, retry: RetryPolicy) -> Wiring {
     let (queue, jobs) = MemoryWorkQueue::new();
     let (push_queue, push_jobs) = MemoryPushQueue::new();
-    let push = match Deliverer::new(config.webhook_allow.clone(), config.push_timeout) {
-        Ok(d) => Some(PushWorker::new(Arc::new(d), config.push_retry)),
-        Err(e) => {
-            tracing::error!(error = %e, "webhook client unavailable: push notifications disabled");
-            None
-        }
+    Wiring {
+        store: Arc::new(MemoryTaskStore::with_max_tasks(max_tasks)),
+        push_configs: Arc::new(MemoryPushConfigStore::default()),
+        queue: Arc::new(queue),
+        push_queue: Arc::new(push_queue),
+        consumers: Box::new(move |runner, deliverer| {
+            runner.spawn(jobs);
+            let worker = PushWorker::new(deliverer, retry);
+            worker.clone().spawn(push_jobs);
+            Some(worker)
+        }),
+        #[cfg(feature = "aws")]
+        dynamo: None,
+    }
+}
+
+#[cfg(feature = "aws")]
+async fn aws_wiring(options: AwsOptions, retry: RetryPolicy) -> Result<Wiring> {
+    use crate::adapters::aws::{resources, sdk_config, sqs, DynamoStore};
+    use crate::error::A2aError;
+    use crate::page_token::PageTokens;
+
+    let sdk = sdk_config().await;
+    let dynamo_client = aws_sdk_dynamodb::Client::new(&sdk);
+    let sqs_client = aws_sdk_sqs::Client::new(&sdk);
+    let s = &options.settings;
+    let (task_url, push_url) = if options.create_resources {
+        resources::ensure_table(&dynamo_client, &s.table_name, s.ttl_seconds.is_some()).await?;
+        // A task job is received at most 5 times: a run that keeps crashing ends in the DLQ.
+        let (task_url, _) =
+            resources::ensure_fifo_queue(&sqs_client, &format!("{}-work", s.table_name), options.poll.visibility, 5)
+                .await?;
+        let (push_url, _) = resources::ensure_fifo_queue(
+            &sqs_client,
+            &format!("{}-push", s.table_name),
+            Duration::from_secs(30),
+            s.push_max_attempts,
+        )
+        .await?;
+        (s.task_queue_url.clone().unwrap_or(task_url), s.push_queue_url.clone().unwrap_or(push_url))
+    } else {
+        let need = |v: &Option<String>, name: &str| {
+            v.clone().ok_or_else(|| A2aError::invalid_params(format!("{name} is not set (or pass --create-resources)")))
+        };
+        (need(&s.task_queue_url, "TASK_QUEUE_URL")?, need(&s.push_queue_url, "PUSH_QUEUE_URL")?)
     };
-    let abilities = ServerAbilities { streaming: true, push_notifications: push.is_some() };
+    let tokens = match &s.page_token_secret {
+        Some(secret) => PageTokens::new(secret.as_bytes().to_vec()),
+        None => PageTokens::random(),
+    };
+    let ttl = s.ttl_seconds.map(Duration::from_secs);
+    let store = Arc::new(DynamoStore::new(dynamo_client, s.table_name.clone(), tokens, ttl));
+    let poll = options.poll;
+    let consumers_store = store.clone();
+    let (work_client, push_client) = (sqs_client.clone(), sqs_client.clone());
+    let (work_url, push_poll_url) = (task_url.clone(), push_url.clone());
+    Ok(Wiring {
+        store: store.clone(),
+        push_configs: store.clone(),
+        queue: Arc::new(sqs::SqsWorkQueue::new(sqs_client.clone(), task_url)),
+        push_queue: Arc::new(sqs::SqsPushQueue::new(sqs_client, push_url)),
+        consumers: Box::new(move |runner, deliverer| {
+            let stop = tokio_util::sync::CancellationToken::new();
+            let work = Arc::new(sqs::WorkPoller { client: work_client, url: work_url, runner, poll });
+            tokio::spawn(work.run(stop.clone()));
+            let push = Arc::new(sqs::PushPoller {
+                client: push_client,
+                url: push_poll_url,
+                store: consumers_store.clone(),
+                configs: consumers_store,
+                deliverer,
+                retry,
+                poll,
+                concurrency: 4,
+            });
+            tokio::spawn(push.run(stop));
+            None
+        }),
+        dynamo: Some(store),
+    })
+}
+
+/// Builds the engine, starts the runner and the push consumer; call inside a tokio runtime.
+pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let wiring = match config.backend {
+        Backend::Memory => memory_wiring(config.max_tasks, config.push_retry),
+        #[cfg(feature = "aws")]
+        Backend::Aws(options) => aws_wiring(options, config.push_retry).await?,
+    };
+    let deliverer = Arc::new(Deliverer::new(config.webhook_allow.clone(), config.push_timeout)?);
+    let abilities = ServerAbilities { streaming: true, push_notifications: true };
     let card = CardService::new(
         config.card,
         config.extended_card,
@@ -63,10 +184,10 @@ pub fn start(config: EmbeddedConfig) -> Embedded {
         clock.now(),
     );
     let ports = EnginePorts {
-        store: Arc::new(MemoryTaskStore::with_max_tasks(config.max_tasks)),
-        push_configs: Arc::new(MemoryPushConfigStore::default()),
-        queue: Arc::new(queue),
-        push_queue: push.as_ref().map(|_| Arc::new(push_queue) as Arc<dyn crate::ports::PushQueue>),
+        store: wiring.store,
+        push_configs: wiring.push_configs,
+        queue: wiring.queue,
+        push_queue: Some(wiring.push_queue),
         hub: Arc::new(MemoryHub::default()),
         clock,
         auth: config.auth,
@@ -74,10 +195,14 @@ pub fn start(config: EmbeddedConfig) -> Embedded {
     };
     let engine = Arc::new(Engine::new(ports, card, config.engine));
     let runner = Arc::new(Runner::new(engine.clone(), config.executor));
-    runner.clone().spawn(jobs);
-    if let Some(worker) = &push {
-        worker.clone().spawn(push_jobs);
-    }
+    let push = (wiring.consumers)(runner.clone(), deliverer);
     let service = Arc::new(Service::new(engine.clone(), config.limits));
-    Embedded { service, engine, runner, push }
+    Ok(Embedded {
+        service,
+        engine,
+        runner,
+        push,
+        #[cfg(feature = "aws")]
+        dynamo: wiring.dynamo,
+    })
 }

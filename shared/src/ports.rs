@@ -117,8 +117,19 @@ pub trait TaskStore: Send + Sync {
     /// Events with `seq > after`, in order.
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>>;
 
-    /// A page of the owner's tasks, newest status first.
+    /// One event of the log.
+    async fn event(&self, task_id: &str, seq: u64) -> Result<Option<EventRecord>> {
+        Ok(self.events_after(task_id, seq.saturating_sub(1)).await?.into_iter().find(|e| e.seq == seq))
+    }
+
+    /// A page of the owner's tasks, newest status first. Records may come without their history and
+    /// artifact parts (a store that keeps those apart); [`TaskStore::hydrate`] completes one.
     async fn list(&self, query: &TaskQuery) -> Result<TaskPage>;
+
+    /// The record with its history and artifacts, for a record that [`TaskStore::list`] returned.
+    async fn hydrate(&self, record: TaskRecord) -> Result<TaskRecord> {
+        Ok(record)
+    }
 }
 
 /// Push notification configs, per task.
@@ -132,8 +143,9 @@ pub trait PushConfigStore: Send + Sync {
     async fn delete(&self, task_id: &str, id: &str) -> Result<()>;
 }
 
-/// A job for the task runner.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A job for the task runner (also its JSON form on a queue).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Job {
     /// Run the executor for the message `message_id` of task `task_id`.
     Execute { task_id: String, message_id: String },

@@ -34,11 +34,14 @@ fn world() -> &'static World {
                 auth: Arc::new(Anonymous),
                 engine: a2a::engine::EngineConfig { blocking_timeout: Duration::from_secs(5), ..Default::default() },
                 limits: a2a::http::Limits { max_body: 64 * 1024, ..Default::default() },
+                backend: Default::default(),
                 max_tasks: 1000,
                 webhook_allow: Default::default(),
                 push_retry: Default::default(),
                 push_timeout: Duration::from_secs(1),
             })
+            .await
+            .unwrap()
         });
         World { rt, agent }
     })

@@ -62,7 +62,7 @@ async fn receiver(script: Vec<u16>) -> (String, Arc<Mutex<Vec<Hit>>>) {
     (url, hits)
 }
 
-fn agent(max_attempts: u32) -> Embedded {
+async fn agent(max_attempts: u32) -> Embedded {
     let mut conformance = ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock));
     conformance.long_task = Duration::from_millis(300);
     start(EmbeddedConfig {
@@ -73,11 +73,14 @@ fn agent(max_attempts: u32) -> Embedded {
         auth: Arc::new(Anonymous),
         engine: Default::default(),
         limits: Default::default(),
+        backend: Default::default(),
         max_tasks: 1000,
         webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
         push_retry: RetryPolicy { max_attempts, base: Duration::from_millis(100), max_delay: Duration::from_secs(2) },
         push_timeout: Duration::from_secs(2),
     })
+    .await
+    .unwrap()
 }
 
 async fn send_with_webhook(a: &Embedded, message_id: &str, url: &str) -> Value {
@@ -107,7 +110,7 @@ async fn wait_for(hits: &Mutex<Vec<Hit>>, n: usize) -> Vec<Hit> {
 #[tokio::test]
 async fn events_arrive_in_order_with_the_configured_headers() {
     let (url, hits) = receiver(vec![]).await;
-    let a = agent(3);
+    let a = agent(3).await;
     let v = send_with_webhook(&a, "tck-stream-001", &url).await;
     assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
     let hits = wait_for(&hits, 3).await;
@@ -126,7 +129,7 @@ async fn events_arrive_in_order_with_the_configured_headers() {
 #[tokio::test]
 async fn failures_are_retried_with_growing_delays_in_order() {
     let (url, hits) = receiver(vec![500, 500, 500]).await;
-    let a = agent(6);
+    let a = agent(6).await;
     send_with_webhook(&a, "tck-stream-002", &url).await;
     let hits = wait_for(&hits, 4).await;
     assert_eq!(hits.len(), 4, "three failures, then the delivery");
@@ -140,7 +143,7 @@ async fn failures_are_retried_with_growing_delays_in_order() {
 #[tokio::test]
 async fn a_webhook_that_always_fails_is_dead_lettered() {
     let (url, hits) = receiver(vec![503; 100]).await;
-    let a = agent(3);
+    let a = agent(3).await;
     send_with_webhook(&a, "tck-stream-002", &url).await;
     let worker = a.push.clone().unwrap();
     for _ in 0..100 {

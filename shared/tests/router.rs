@@ -29,11 +29,11 @@ struct Setup {
     max_body: Option<usize>,
 }
 
-fn agent() -> Agent {
-    agent_with(Setup::default())
+async fn agent() -> Agent {
+    agent_with(Setup::default()).await
 }
 
-fn agent_with(setup: Setup) -> Agent {
+async fn agent_with(setup: Setup) -> Agent {
     let auth: Arc<dyn Authenticator> = match setup.api_keys {
         Some(spec) => Arc::new(ApiKeyAuth::new("X-API-Key", ApiKeyAuth::parse_pairs(spec)).unwrap()),
         None => Arc::new(Anonymous),
@@ -53,11 +53,14 @@ fn agent_with(setup: Setup) -> Agent {
             ..Default::default()
         },
         limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20), keep_alive: Duration::from_millis(200) },
+        backend: Default::default(),
         max_tasks: 10_000,
         webhook_allow: Default::default(),
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
-    });
+    })
+    .await
+    .unwrap();
     Agent { embedded }
 }
 
@@ -164,7 +167,7 @@ fn reason(err: &Value) -> &str {
 
 #[tokio::test]
 async fn agent_card_versions_caching_and_errors() {
-    let a = agent();
+    let a = agent().await;
     let r = a.call("GET", "/.well-known/agent-card.json", &[("A2A-Version", "1.0")], None).await;
     assert_eq!(r.status, 200);
     assert_eq!(r.headers["content-type"], "application/json");
@@ -197,7 +200,7 @@ async fn agent_card_versions_caching_and_errors() {
 
 #[tokio::test]
 async fn blocking_send_completes_with_an_echo_artifact() {
-    let a = agent();
+    let a = agent().await;
     let v = a.rpc("SendMessage", json!({"message": msg("m-1", "hello there")})).await;
     let task = &v["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
@@ -220,7 +223,7 @@ async fn blocking_send_completes_with_an_echo_artifact() {
 
 #[tokio::test]
 async fn conformance_behaviours() {
-    let a = agent();
+    let a = agent().await;
     let send = |id: &'static str| a.rpc("SendMessage", json!({"message": msg(id, "hi")}));
     let v = send("tck-complete-task-1").await;
     assert_eq!(v["result"]["task"]["status"]["message"]["parts"][0]["text"], "Hello from TCK");
@@ -246,7 +249,7 @@ async fn conformance_behaviours() {
 
 #[tokio::test]
 async fn multi_turn_input_required_and_task_rules() {
-    let a = agent();
+    let a = agent().await;
     let v = a.rpc("SendMessage", json!({"message": msg("tck-input-required-1", "book")})).await;
     let task = v["result"]["task"].clone();
     assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
@@ -284,7 +287,7 @@ async fn multi_turn_input_required_and_task_rules() {
 
 #[tokio::test]
 async fn get_list_cancel() {
-    let a = agent();
+    let a = agent().await;
     let mut ids = Vec::new();
     for i in 0..5 {
         let ctx = if i % 2 == 0 { "ctx-even" } else { "ctx-odd" };
@@ -354,7 +357,7 @@ async fn get_list_cancel() {
 
 #[tokio::test]
 async fn cancel_an_interrupted_task() {
-    let a = agent();
+    let a = agent().await;
     let v = a.rpc("SendMessage", json!({"message": msg("tck-input-required-9", "x")})).await;
     let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let r = a.rest("POST", &format!("/tasks/{id}:cancel"), Some(json!({}))).await;
@@ -364,7 +367,7 @@ async fn cancel_an_interrupted_task() {
 
 #[tokio::test]
 async fn streaming_order_in_both_versions() {
-    let a = agent();
+    let a = agent().await;
     let body = json!({"jsonrpc": "2.0", "id": "s1", "method": "SendStreamingMessage", "params": {"message": msg("tck-stream-001", "go")}}).to_string();
     let (status, events) =
         a.sse("POST", "/", &[("content-type", "application/json"), ("A2A-Version", "1.0")], Some(&body)).await;
@@ -408,7 +411,7 @@ async fn streaming_order_in_both_versions() {
 
 #[tokio::test]
 async fn subscribers_see_identical_events_and_resume_without_loss() {
-    let a = Arc::new(agent());
+    let a = Arc::new(agent().await);
     let v = a
         .rpc(
             "SendMessage",
@@ -446,7 +449,7 @@ async fn subscribers_see_identical_events_and_resume_without_loss() {
 
 #[tokio::test]
 async fn push_config_crud_on_both_bindings() {
-    let a = agent();
+    let a = agent().await;
     let v = a.rpc("SendMessage", json!({"message": msg("m", "x")})).await;
     let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let r = a
@@ -494,7 +497,7 @@ async fn push_config_crud_on_both_bindings() {
 async fn push_notifications_off_in_the_card() {
     let mut card = default_card();
     card.capabilities.push_notifications = Some(false);
-    let a = agent_with(Setup { card: Some(card), ..Default::default() });
+    let a = agent_with(Setup { card: Some(card), ..Default::default() }).await;
     let v = a.rpc("ListTaskPushNotificationConfigs", json!({"taskId": "t"})).await;
     assert_eq!(v["error"]["code"], -32003);
     let r = a.rest("GET", "/tasks/t/pushNotificationConfigs", None).await;
@@ -504,18 +507,18 @@ async fn push_notifications_off_in_the_card() {
 #[tokio::test]
 async fn extended_card_and_principals() {
     // Capability off.
-    let a = agent();
+    let a = agent().await;
     let v = a.rpc("GetExtendedAgentCard", json!({})).await;
     assert_eq!(v["error"]["code"], -32004);
 
     // Declared but not configured.
     let mut card = default_card();
     card.capabilities.extended_agent_card = Some(true);
-    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), card: Some(card), ..Default::default() });
+    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), card: Some(card), ..Default::default() }).await;
     let v = a.rpc_with("GetExtendedAgentCard", json!({}), &[("A2A-Version", "1.0"), ("X-API-Key", "ka")]).await;
     assert_eq!(v["error"]["code"], -32007);
 
-    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), extended: true, ..Default::default() });
+    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), extended: true, ..Default::default() }).await;
     let r = a.call("GET", "/.well-known/agent-card.json", &[("A2A-Version", "1.0")], None).await;
     assert_eq!(r.body["securitySchemes"]["apiKey"]["apiKeySecurityScheme"]["name"], "X-API-Key");
     assert_eq!(r.body["capabilities"]["extendedAgentCard"], true);
@@ -556,7 +559,7 @@ async fn version_negotiation_and_extensions() {
     let mut card = default_card();
     card.capabilities.extensions =
         vec![AgentExtension { uri: "urn:ext:required".into(), required: true, ..Default::default() }];
-    let a = agent_with(Setup { card: Some(card), ..Default::default() });
+    let a = agent_with(Setup { card: Some(card), ..Default::default() }).await;
     let v = a.rpc("GetTask", json!({"id": "x"})).await;
     assert_eq!(v["error"]["code"], -32008);
     let v = a
@@ -568,7 +571,7 @@ async fn version_negotiation_and_extensions() {
         .await;
     assert_eq!(v["error"]["code"], -32001, "extension activated: the call goes through");
 
-    let a = agent();
+    let a = agent().await;
     for version in ["2.0", "0.2", "banana"] {
         let v = a.rpc_with("GetTask", json!({"id": "x"}), &[("A2A-Version", version)]).await;
         assert_eq!(v["error"]["code"], -32009, "{version}");
@@ -587,7 +590,7 @@ async fn version_negotiation_and_extensions() {
 
 #[tokio::test]
 async fn every_rest_route_with_and_without_tenant() {
-    let a = agent();
+    let a = agent().await;
     for prefix in ["", "/acme"] {
         let r = a
             .rest(
@@ -638,7 +641,7 @@ async fn every_rest_route_with_and_without_tenant() {
 
 #[tokio::test]
 async fn bad_input_gets_precise_errors() {
-    let a = agent_with(Setup { max_body: Some(4096), ..Default::default() });
+    let a = agent_with(Setup { max_body: Some(4096), ..Default::default() }).await;
     let json_ct = [("content-type", "application/json"), ("A2A-Version", "1.0")];
     let cases: Vec<(&str, i64, &str)> = vec![
         ("{not json", -32700, "invalid JSON"),
@@ -720,7 +723,7 @@ async fn bad_input_gets_precise_errors() {
 
 #[tokio::test]
 async fn idle_streams_get_keep_alive_comments() {
-    let a = agent();
+    let a = agent().await;
     let v = a.rpc("SendMessage", json!({"message": msg("test-resubscribe-message-id-ka", "x"), "configuration": {"returnImmediately": true}})).await;
     let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let (_, _, body) = a.send("GET", &format!("/tasks/{id}:subscribe"), &[("A2A-Version", "1.0")], None).await;
@@ -734,7 +737,7 @@ async fn idle_streams_get_keep_alive_comments() {
 
 #[tokio::test]
 async fn send_message_is_idempotent_on_message_id() {
-    let a = agent();
+    let a = agent().await;
     let first = a.rpc("SendMessage", json!({"message": msg("same-id", "once")})).await;
     let again = a.rpc("SendMessage", json!({"message": msg("same-id", "once")})).await;
     assert_eq!(first["result"]["task"]["id"], again["result"]["task"]["id"]);
@@ -750,7 +753,7 @@ async fn send_message_is_idempotent_on_message_id() {
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].2["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     // Another principal with the same messageId gets its own task.
-    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), ..Default::default() });
+    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), ..Default::default() }).await;
     let x = a
         .rpc_with("SendMessage", json!({"message": msg("shared", "x")}), &[("A2A-Version", "1.0"), ("X-API-Key", "ka")])
         .await;

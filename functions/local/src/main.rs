@@ -5,9 +5,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a::adapters::aws::sqs::PollSettings;
+use a2a::adapters::aws::AwsSettings;
 use a2a::auth::{Anonymous, ApiKeyAuth, Authenticator, DEFAULT_API_KEY_HEADER};
 use a2a::card::{default_card, parse_card_file};
-use a2a::embedded::{start, EmbeddedConfig};
+use a2a::embedded::{start, AwsOptions, Backend, EmbeddedConfig};
 use a2a::engine::EngineConfig;
 use a2a::executor::{AgentExecutor, ConformanceAgent, EchoAgent};
 use a2a::http::Limits;
@@ -23,6 +25,14 @@ enum Agent {
     Conformance,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BackendKind {
+    /// Memory store, in-process queue and hub.
+    Memory,
+    /// DynamoDB + SQS (TABLE_NAME, TASK_QUEUE_URL, PUSH_QUEUE_URL and the AWS_* variables).
+    Aws,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum LogFormat {
     Human,
@@ -36,6 +46,12 @@ struct Args {
     /// Address to listen on.
     #[arg(long, env = "A2A_ADDR", default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
+    /// Where tasks live: in memory, or in DynamoDB with SQS queues.
+    #[arg(long, env = "A2A_BACKEND", value_enum, default_value = "memory")]
+    backend: BackendKind,
+    /// With --backend aws: create the table, its indexes and the queues (with DLQs) if missing.
+    #[arg(long, env = "A2A_CREATE_RESOURCES")]
+    create_resources: bool,
     /// The agent to run.
     #[arg(long, env = "A2A_AGENT", value_enum, default_value = "echo")]
     agent: Agent,
@@ -108,6 +124,14 @@ fn main() -> Result<(), String> {
                 Arc::new(ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock) as Arc<dyn Clock>))
             }
         };
+        let backend = match args.backend {
+            BackendKind::Memory => Backend::Memory,
+            BackendKind::Aws => Backend::Aws(AwsOptions {
+                settings: AwsSettings { push_max_attempts: args.push_max_attempts.max(1), ..AwsSettings::from_env() },
+                create_resources: args.create_resources,
+                poll: PollSettings::default(),
+            }),
+        };
         let embedded = start(EmbeddedConfig {
             public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{bound}")),
             card,
@@ -119,11 +143,14 @@ fn main() -> Result<(), String> {
                 ..EngineConfig::default()
             },
             limits: Limits { max_body: args.max_body, ..Limits::default() },
+            backend,
             max_tasks: args.max_tasks,
             webhook_allow,
             push_retry: RetryPolicy { max_attempts: args.push_max_attempts.max(1), ..RetryPolicy::default() },
             push_timeout: Duration::from_secs(args.push_timeout),
-        });
+        })
+        .await
+        .map_err(|e| e.message)?;
         tracing::info!(addr = %bound, agent = ?args.agent, "a2a-local listening");
         a2a::server::serve(listener, embedded.service, a2a::server::shutdown_signal(), Duration::from_secs(5))
             .await

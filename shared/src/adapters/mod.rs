@@ -1,3 +1,6 @@
 //! Port implementations. `memory` is the embedded default and is always built.
 
 pub mod memory;
+
+#[cfg(feature = "aws")]
+pub mod aws;

@@ -1,7 +1,8 @@
 //! ListTasks: JSON-RPC `ListTasks`, `GET /tasks`, spec §3.1.4.
 //!
 //! Only the caller's tasks, newest status first, cursor pagination with opaque tokens; artifacts are
-//! left out entirely unless `includeArtifacts`; `nextPageToken` is always present ("" at the end).
+//! left out entirely unless `includeArtifacts`; history only with `historyLength` > 0 (the server
+//! default for ListTasks is none); `nextPageToken` is always present ("" at the end).
 
 use crate::engine::{CallContext, Engine};
 use crate::error::Result;
@@ -27,20 +28,20 @@ pub async fn list_tasks(engine: &Engine, ctx: &CallContext, req: ListTasksReques
     };
     let page = engine.store.list(&query).await?;
     let include_artifacts = req.include_artifacts.unwrap_or(false);
-    let tasks = page
-        .records
-        .into_iter()
-        .map(|r| {
-            let mut task = r.task;
-            if include_artifacts {
-                task.artifacts.get_or_insert_with(Vec::new);
-            } else {
-                task.artifacts = None;
-            }
-            super::trim_history(&mut task, req.history_length, engine.config.default_history_length);
-            task
-        })
-        .collect::<Vec<_>>();
+    // ListTasks leaves history out unless asked for it: a page stays one query on every store.
+    let history_length = req.history_length.unwrap_or(0);
+    let mut tasks = Vec::with_capacity(page.records.len());
+    for record in page.records {
+        let record = if include_artifacts || history_length > 0 { engine.store.hydrate(record).await? } else { record };
+        let mut task = record.task;
+        if include_artifacts {
+            task.artifacts.get_or_insert_with(Vec::new);
+        } else {
+            task.artifacts = None;
+        }
+        super::trim_history(&mut task, Some(history_length), None);
+        tasks.push(task);
+    }
     Ok(ListTasksResponse {
         page_size: i32::try_from(page_size).unwrap_or(i32::MAX),
         total_size: i32::try_from(page.total_size).unwrap_or(i32::MAX),

@@ -1,0 +1,170 @@
+//! The SQS side on moto, through the embedded AWS backend: a duplicate SendMessage and a
+//! redelivered execute job run the agent once; a webhook that always fails is tried the configured
+//! number of times, then SQS moves the notification to the dead-letter queue.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::adapters::aws::sqs::PollSettings;
+use a2a::adapters::aws::AwsSettings;
+use a2a::auth::Anonymous;
+use a2a::card::default_card;
+use a2a::embedded::{start, AwsOptions, Backend, Embedded, EmbeddedConfig};
+use a2a::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
+use a2a::ports::Job;
+use a2a::webhook::{AllowList, RetryPolicy};
+use async_trait::async_trait;
+use bytes::Bytes;
+use http_body_util::Full;
+use serde_json::{json, Value};
+
+struct Counting(Arc<AtomicUsize>);
+
+#[async_trait]
+impl AgentExecutor for Counting {
+    async fn execute(&self, ctx: RequestContext, events: EventSink) -> Result<(), AgentError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        events.complete_with_text(ctx.message.text()).await?;
+        Ok(())
+    }
+}
+
+async fn aws_agent(table: &str, executor: Arc<dyn AgentExecutor>, push_attempts: u32) -> Embedded {
+    start(EmbeddedConfig {
+        public_url: "http://agent.test".into(),
+        card: default_card(),
+        extended_card: None,
+        executor,
+        auth: Arc::new(Anonymous),
+        engine: Default::default(),
+        limits: Default::default(),
+        backend: Backend::Aws(AwsOptions {
+            settings: AwsSettings {
+                table_name: table.into(),
+                task_queue_url: None,
+                push_queue_url: None,
+                ttl_seconds: None,
+                page_token_secret: Some("test".into()),
+                push_max_attempts: push_attempts,
+            },
+            create_resources: true,
+            poll: PollSettings { wait: Duration::from_secs(1), visibility: Duration::from_secs(30) },
+        }),
+        max_tasks: 1000,
+        webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
+        push_retry: RetryPolicy {
+            max_attempts: push_attempts,
+            base: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+        },
+        push_timeout: Duration::from_secs(2),
+    })
+    .await
+    .unwrap()
+}
+
+async fn rpc(a: &Embedded, method: &str, params: Value) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let req = http::Request::post("/")
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(Bytes::from(body.to_string()))
+        .unwrap();
+    serde_json::from_slice(&a.service.handle(req).await.into_body().bytes()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicates_and_redeliveries_run_the_agent_once() {
+    if !common::aws_available() {
+        return;
+    }
+    let runs = Arc::new(AtomicUsize::new(0));
+    let table = format!("dup-{}", uuid::Uuid::new_v4().simple());
+    let a = aws_agent(&table, Arc::new(Counting(runs.clone())), 3).await;
+    let params = json!({"message": {"messageId": "only-once", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+    let first = rpc(&a, "SendMessage", params.clone()).await;
+    assert_eq!(first["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{first}");
+    let second = rpc(&a, "SendMessage", params).await;
+    assert_eq!(first["result"]["task"]["id"], second["result"]["task"]["id"]);
+    // SQS redelivers the execute job (a crashed consumer, a visibility timeout): a no-op.
+    let task_id = first["result"]["task"]["id"].as_str().unwrap().to_string();
+    a.runner.handle(Job::Execute { task_id: task_id.clone(), message_id: "only-once".into() }).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let task = rpc(&a, "GetTask", json!({"id": task_id})).await;
+    assert_eq!(task["result"]["artifacts"].as_array().unwrap().len(), 1);
+}
+
+async fn always_failing_webhook(hits: Arc<AtomicUsize>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let hits = hits.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |_req: hyper::Request<hyper::body::Incoming>| {
+                    hits.fetch_add(1, Ordering::SeqCst);
+                    async {
+                        Ok::<_, Infallible>(
+                            hyper::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failing_push_lands_in_the_dead_letter_queue() {
+    if !common::aws_available() {
+        return;
+    }
+    let hits = Arc::new(AtomicUsize::new(0));
+    let url = always_failing_webhook(hits.clone()).await;
+    let table = format!("dlq-{}", uuid::Uuid::new_v4().simple());
+    let a = aws_agent(&table, Arc::new(Counting(Arc::new(AtomicUsize::new(0)))), 3).await;
+    let params = json!({"message": {"messageId": "push-me", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+        "configuration": {"taskPushNotificationConfig": {"url": url, "token": "t"}}});
+    let v = rpc(&a, "SendMessage", params).await;
+    assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
+
+    let sqs = common::sqs_client().await;
+    let dlq = sqs
+        .get_queue_url()
+        .queue_name(format!("{table}-push-dlq.fifo"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_string();
+    let mut dead = Vec::new();
+    for _ in 0..60 {
+        let got =
+            sqs.receive_message().queue_url(&dlq).max_number_of_messages(10).wait_time_seconds(1).send().await.unwrap();
+        for m in got.messages() {
+            dead.push(m.body().unwrap_or_default().to_string());
+            sqs.delete_message().queue_url(&dlq).receipt_handle(m.receipt_handle().unwrap()).send().await.unwrap();
+        }
+        if dead.len() >= 2 {
+            break;
+        }
+    }
+    // Two events (the artifact and COMPLETED), each tried three times, both dead-lettered.
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    let seqs: Vec<u64> =
+        dead.iter().map(|b| serde_json::from_str::<Value>(b).unwrap()["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2]);
+    assert_eq!(hits.load(Ordering::SeqCst), 6);
+}
