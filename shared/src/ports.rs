@@ -24,6 +24,9 @@ pub struct TaskRecord {
     pub last_seq: u64,
     /// Set by CancelTask so that a runner in another process stops its executor.
     pub cancel_requested: bool,
+    /// The task has (or had) push configs: only then are its events fanned out to webhooks, which
+    /// spares every other task a config lookup per event.
+    pub has_push: bool,
     pub created_at: DateTime<Utc>,
 }
 
@@ -56,6 +59,7 @@ impl TaskRecord {
             version: 1,
             last_seq: 0,
             cancel_requested: false,
+            has_push: false,
             created_at: now,
         }
     }
@@ -74,6 +78,7 @@ pub struct Committed {
     pub events: Vec<EventRecord>,
     pub state: TaskState,
     pub version: u64,
+    pub has_push: bool,
 }
 
 /// An update to apply atomically: it mutates the record and returns the events it generated

@@ -60,6 +60,7 @@ fn record(id: &str, owner: &str, ctx: &str, minutes: i64) -> TaskRecord {
         version: 1,
         last_seq: 0,
         cancel_requested: false,
+        has_push: false,
         created_at: at,
     }
 }

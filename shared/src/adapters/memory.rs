@@ -117,10 +117,9 @@ impl TaskStore for MemoryTaskStore {
             committed.push(EventRecord { seq: next.last_seq, event });
         }
         entry.events.extend(committed.iter().cloned());
-        let state = next.state();
-        let version = next.version;
+        let (state, version, has_push) = (next.state(), next.version, next.has_push);
         entry.record = next;
-        Ok(Committed { events: committed, state, version })
+        Ok(Committed { events: committed, state, version, has_push })
     }
 
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>> {

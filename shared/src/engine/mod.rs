@@ -147,6 +147,9 @@ impl Recorder {
         let Some(queue) = &self.push_queue else {
             return;
         };
+        if !committed.has_push {
+            return;
+        }
         let configs = match self.push_configs.list(task_id).await {
             Ok(c) => c,
             Err(e) => {

@@ -75,8 +75,15 @@ impl Runner {
             cancel: cancel.clone(),
         };
         let sink = EventSink::new(self.engine.recorder.clone(), task_id.to_string());
-        let outcome = AssertUnwindSafe(self.executor.execute(ctx, sink)).catch_unwind().await;
+        let outcome = AssertUnwindSafe(self.executor.execute(ctx, sink.clone())).catch_unwind().await;
         self.running.lock().remove(task_id);
+        // The usual ending: the agent itself ended the turn and nobody cancelled. Nothing to add.
+        if matches!(outcome, Ok(Ok(())))
+            && !cancel.is_cancelled()
+            && sink.last_state().is_some_and(TaskState::ends_turn)
+        {
+            return Ok(());
+        }
 
         let closing = match outcome {
             Ok(Ok(())) if cancel.is_cancelled() => Some((TaskState::Canceled, None)),

@@ -88,11 +88,24 @@ pub trait AgentExecutor: Send + Sync + 'static {
 pub struct EventSink {
     recorder: Arc<Recorder>,
     task_id: String,
+    /// The state after the last event this sink committed.
+    last_state: Arc<parking_lot::Mutex<Option<TaskState>>>,
 }
 
 impl EventSink {
     pub(crate) fn new(recorder: Arc<Recorder>, task_id: String) -> Self {
-        Self { recorder, task_id }
+        Self { recorder, task_id, last_state: Arc::default() }
+    }
+
+    /// The task's state after the last event committed through this sink (`None` before any).
+    pub fn last_state(&self) -> Option<TaskState> {
+        *self.last_state.lock()
+    }
+
+    async fn commit(&self, events: Vec<AgentEvent>) -> Result<(), SinkError> {
+        let committed = self.recorder.record(&self.task_id, events).await?;
+        *self.last_state.lock() = Some(committed.state);
+        Ok(())
     }
 
     pub fn task_id(&self) -> &str {
@@ -100,7 +113,7 @@ impl EventSink {
     }
 
     async fn emit(&self, event: AgentEvent) -> Result<(), SinkError> {
-        self.recorder.record(&self.task_id, vec![event]).await.map(|_| ()).map_err(SinkError::from)
+        self.commit(vec![event]).await
     }
 
     /// Any status change, with an optional agent message.
@@ -134,20 +147,10 @@ impl EventSink {
 
     /// Shorthand: one text artifact, then COMPLETED.
     pub async fn complete_with_text(&self, text: impl Into<String>) -> Result<(), SinkError> {
-        self.recorder
-            .record(
-                &self.task_id,
-                vec![
-                    AgentEvent::Artifact {
-                        artifact: Artifact::new(vec![Part::text(text)]),
-                        append: false,
-                        last_chunk: true,
-                    },
-                    AgentEvent::Status { state: TaskState::Completed, message: None },
-                ],
-            )
-            .await
-            .map(|_| ())
-            .map_err(SinkError::from)
+        self.commit(vec![
+            AgentEvent::Artifact { artifact: Artifact::new(vec![Part::text(text)]), append: false, last_chunk: true },
+            AgentEvent::Status { state: TaskState::Completed, message: None },
+        ])
+        .await
     }
 }

@@ -23,6 +23,14 @@ pub(super) async fn store_push_config(
     if config.id.is_empty() {
         config.id = uuid::Uuid::new_v4().to_string();
     }
+    // Mark the task first: an event committed after this sees the flag and looks for configs.
+    engine
+        .store
+        .update(&config.task_id, &|r| {
+            r.has_push = true;
+            Ok(Vec::new())
+        })
+        .await?;
     engine.push_configs.put(config.clone()).await?;
     Ok(config)
 }

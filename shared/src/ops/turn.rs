@@ -79,6 +79,7 @@ async fn new_task(
         version: 1,
         last_seq: 0,
         cancel_requested: false,
+        has_push: false,
         created_at: now,
     };
     if engine.store.create(record).await? {

@@ -167,6 +167,7 @@ impl DynamoStore {
         item.insert("ver".into(), n(rec.version));
         item.insert("seq".into(), n(rec.last_seq));
         item.insert("cr".into(), AttributeValue::Bool(rec.cancel_requested));
+        item.insert("hp".into(), AttributeValue::Bool(rec.has_push));
         item.insert("ca".into(), n(millis(rec.created_at)));
         item.insert("hl".into(), n(rec.task.history.len()));
         item.insert("task".into(), s(json(&task)?));
@@ -196,6 +197,7 @@ impl DynamoStore {
             version: get_n(item, "ver")?,
             last_seq: get_n(item, "seq")?,
             cancel_requested: matches!(item.get("cr"), Some(AttributeValue::Bool(true))),
+            has_push: matches!(item.get("hp"), Some(AttributeValue::Bool(true))),
             created_at: from_millis(get_n(item, "ca")?),
         };
         let artifact_base = parse(get_s(item, "ab")?)?;
@@ -426,7 +428,14 @@ impl TaskStore for DynamoStore {
                 )));
             }
             match self.transact(puts).await {
-                Ok(()) => return Ok(Committed { state: next.state(), version: next.version, events }),
+                Ok(()) => {
+                    return Ok(Committed {
+                        state: next.state(),
+                        version: next.version,
+                        has_push: next.has_push,
+                        events,
+                    })
+                }
                 Err(Conflict::Lost) => {
                     // Jittered, growing pause so that concurrent writers spread out.
                     let cap = 2u64.saturating_pow(attempt.min(6)).min(50);
@@ -495,10 +504,7 @@ impl TaskStore for DynamoStore {
             "#st = :st".to_string()
         });
 
-        let total = match &cursor {
-            Some(c) => c.t,
-            None => self.count(index, &key_condition, filter.as_deref(), &names, &values).await?,
-        };
+        let carried_total = cursor.as_ref().map(|c| c.t);
         // Read one item past the page to know whether another page exists.
         let want = query.page_size + 1;
         let mut found: Vec<Item> = Vec::new();
@@ -529,6 +535,12 @@ impl TaskStore for DynamoStore {
         }
         let more = found.len() > query.page_size;
         found.truncate(query.page_size);
+        // The total is counted once, on the first page, and only when there is more than one page.
+        let total = match carried_total {
+            Some(t) => t,
+            None if !more => found.len(),
+            None => self.count(index, &key_condition, filter.as_deref(), &names, &values).await?,
+        };
         let next_page_token = match (more, found.last()) {
             (true, Some(last)) => {
                 let mut k = BTreeMap::new();
