@@ -35,6 +35,15 @@ impl AgentExecutor for Counting {
 }
 
 async fn aws_agent(table: &str, executor: Arc<dyn AgentExecutor>, push_attempts: u32) -> Embedded {
+    aws_agent_with(table, executor, push_attempts, Duration::from_secs(30)).await
+}
+
+async fn aws_agent_with(
+    table: &str,
+    executor: Arc<dyn AgentExecutor>,
+    push_attempts: u32,
+    visibility: Duration,
+) -> Embedded {
     start(EmbeddedConfig {
         public_url: "http://agent.test".into(),
         card: default_card(),
@@ -53,7 +62,7 @@ async fn aws_agent(table: &str, executor: Arc<dyn AgentExecutor>, push_attempts:
                 push_max_attempts: push_attempts,
             },
             create_resources: true,
-            poll: PollSettings { wait: Duration::from_secs(1), visibility: Duration::from_secs(30) },
+            poll: PollSettings { wait: Duration::from_secs(1), visibility },
         }),
         max_tasks: 1000,
         webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
@@ -167,4 +176,57 @@ async fn failing_push_lands_in_the_dead_letter_queue() {
         dead.iter().map(|b| serde_json::from_str::<Value>(b).unwrap()["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, [1, 2]);
     assert_eq!(hits.load(Ordering::SeqCst), 6);
+}
+
+/// Works for `0` seconds without a word, then completes; counts its runs.
+struct Slow(Duration, Arc<AtomicUsize>);
+
+#[async_trait]
+impl AgentExecutor for Slow {
+    async fn execute(&self, _ctx: RequestContext, events: EventSink) -> Result<(), AgentError> {
+        self.1.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(self.0).await;
+        events.complete(None).await?;
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn heartbeats_keep_a_long_job_from_being_redelivered() {
+    if !common::aws_available() {
+        return;
+    }
+    let runs = Arc::new(AtomicUsize::new(0));
+    let table = format!("hb-{}", uuid::Uuid::new_v4().simple());
+    // A 3 s visibility and a 7 s silent run: without heartbeats SQS would hand the job out again
+    // (and the task, still SUBMITTED, would run a second time).
+    let a =
+        aws_agent_with(&table, Arc::new(Slow(Duration::from_secs(7), runs.clone())), 3, Duration::from_secs(3)).await;
+    let params = json!({"message": {"messageId": "slow", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
+    let v = rpc(&a, "SendMessage", params).await;
+    assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    // The job was deleted once done: nothing is left on the work queue.
+    let sqs = common::sqs_client().await;
+    let url = sqs
+        .get_queue_url()
+        .queue_name(format!("{table}-work.fifo"))
+        .send()
+        .await
+        .unwrap()
+        .queue_url()
+        .unwrap()
+        .to_string();
+    let attrs = sqs
+        .get_queue_attributes()
+        .queue_url(&url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+        .unwrap();
+    let count = |k| attrs.attributes().unwrap().get(&k).unwrap().parse::<u32>().unwrap();
+    assert_eq!(count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages), 0);
+    assert_eq!(count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible), 0);
 }
