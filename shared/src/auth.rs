@@ -39,6 +39,15 @@ pub trait Authenticator: Send + Sync {
     }
 }
 
+/// The authenticator a deployment asks for: API keys when `api_keys` (`principal:key,...`) is
+/// given, else anonymous.
+pub fn from_spec(api_keys: Option<&str>, header: &str) -> Result<std::sync::Arc<dyn Authenticator>> {
+    Ok(match api_keys {
+        Some(spec) => std::sync::Arc::new(ApiKeyAuth::new(header, ApiKeyAuth::parse_pairs(spec))?),
+        None => std::sync::Arc::new(Anonymous),
+    })
+}
+
 /// Everyone is the same anonymous principal.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Anonymous;

@@ -68,6 +68,13 @@ pub fn parse_card_file(json: &str) -> Result<AgentCard> {
     Ok(card)
 }
 
+/// Reads and parses a card file (see [`parse_card_file`]); errors name the file.
+pub fn read_card_file(path: &str) -> Result<AgentCard> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| A2aError::invalid_params(format!("cannot read card file {path}: {e}")))?;
+    parse_card_file(&text).map_err(|e| A2aError::invalid_params(format!("{path}: {}", e.message)))
+}
+
 fn merge(base: &mut Value, overlay: Value) {
     match (base, overlay) {
         (Value::Object(b), Value::Object(o)) => {

@@ -29,6 +29,8 @@ pub use error::{A2aError, ErrorKind, Result};
 
 #[cfg(feature = "push")]
 pub mod embedded;
+#[cfg(feature = "lambda")]
+pub mod lambda;
 #[cfg(feature = "push")]
 pub mod push;
 #[cfg(feature = "server")]

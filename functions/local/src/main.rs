@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use a2a::adapters::aws::sqs::PollSettings;
 use a2a::adapters::aws::AwsSettings;
-use a2a::auth::{Anonymous, ApiKeyAuth, Authenticator, DEFAULT_API_KEY_HEADER};
-use a2a::card::{default_card, parse_card_file};
+use a2a::auth::{self, DEFAULT_API_KEY_HEADER};
+use a2a::card::{default_card, read_card_file};
 use a2a::embedded::{start, AwsOptions, Backend, EmbeddedConfig};
 use a2a::engine::EngineConfig;
 use a2a::executor::{AgentExecutor, ConformanceAgent, EchoAgent};
@@ -92,11 +92,6 @@ struct Args {
     log_format: LogFormat,
 }
 
-fn read_card(path: &PathBuf) -> Result<a2a::types::AgentCard, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse_card_file(&text).map_err(|e| format!("{}: {}", path.display(), e.message))
-}
-
 fn main() -> Result<(), String> {
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
@@ -104,14 +99,10 @@ fn main() -> Result<(), String> {
         LogFormat::Human => tracing_subscriber::fmt().with_env_filter(filter).init(),
         LogFormat::Json => tracing_subscriber::fmt().json().with_env_filter(filter).init(),
     }
-    let card = args.card.as_ref().map(read_card).transpose()?.unwrap_or_else(default_card);
-    let extended_card = args.extended_card.as_ref().map(read_card).transpose()?;
-    let auth: Arc<dyn Authenticator> = match &args.api_keys {
-        Some(spec) => {
-            Arc::new(ApiKeyAuth::new(&args.api_key_header, ApiKeyAuth::parse_pairs(spec)).map_err(|e| e.message)?)
-        }
-        None => Arc::new(Anonymous),
-    };
+    let read = |p: &PathBuf| read_card_file(&p.to_string_lossy()).map_err(|e| e.message);
+    let card = args.card.as_ref().map(read).transpose()?.unwrap_or_else(default_card);
+    let extended_card = args.extended_card.as_ref().map(read).transpose()?;
+    let auth = auth::from_spec(args.api_keys.as_deref(), &args.api_key_header).map_err(|e| e.message)?;
     let webhook_allow = AllowList::parse(&args.webhook_allow).map_err(|e| e.message)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     runtime.block_on(async move {

@@ -4,3 +4,5 @@ pub mod memory;
 
 #[cfg(feature = "aws")]
 pub mod aws;
+#[cfg(feature = "runtime")]
+pub mod poll_hub;

@@ -30,8 +30,15 @@ impl Runner {
 
     /// Handles one job to the end. Redelivered or stale jobs are no-ops.
     pub async fn handle(&self, job: Job) -> Result<()> {
+        self.handle_attempt(job, 1).await
+    }
+
+    /// Handles a job delivered for the `attempt`-th time (a queue's receive count). A task found
+    /// WORKING on a later attempt was being run by a runner that crashed: it ends FAILED rather than
+    /// staying WORKING forever (its agent may have had side effects, so it is not run again).
+    pub async fn handle_attempt(&self, job: Job, attempt: u32) -> Result<()> {
         match job {
-            Job::Execute { task_id, message_id } => self.execute(&task_id, &message_id).await,
+            Job::Execute { task_id, message_id } => self.execute(&task_id, &message_id, attempt).await,
             Job::Cancel { task_id } => {
                 if let Some(token) = self.running.lock().get(&task_id) {
                     token.cancel();
@@ -46,11 +53,15 @@ impl Runner {
         self.running.lock().contains_key(task_id)
     }
 
-    async fn execute(&self, task_id: &str, message_id: &str) -> Result<()> {
+    async fn execute(&self, task_id: &str, message_id: &str, attempt: u32) -> Result<()> {
         let Some(rec) = self.engine.store.load(task_id).await? else {
             tracing::warn!(task_id, "execute job for an unknown task dropped");
             return Ok(());
         };
+        if attempt > 1 && rec.state() == TaskState::Working && !self.is_running(task_id) {
+            tracing::error!(task_id, attempt, "the previous run of this task was interrupted; the task fails");
+            return self.close_turn(task_id, TaskState::Failed, Some("the agent's run was interrupted".into())).await;
+        }
         // Only a task waiting for its turn to run is picked up, which makes redelivery harmless.
         if rec.state() != TaskState::Submitted {
             tracing::debug!(task_id, state = %rec.state(), "execute job for a task that is not SUBMITTED ignored");
@@ -60,10 +71,11 @@ impl Runner {
             tracing::warn!(task_id, message_id, "execute job for a message the task does not hold dropped");
             return Ok(());
         };
-        let cancel = CancellationToken::new();
         if rec.cancel_requested {
-            cancel.cancel();
+            // Canceled before it ever ran: do not start the agent at all.
+            return self.close_turn(task_id, TaskState::Canceled, None).await;
         }
+        let cancel = CancellationToken::new();
         self.running.lock().insert(task_id.to_string(), cancel.clone());
         let ctx = RequestContext {
             task_id: task_id.to_string(),

@@ -261,7 +261,7 @@ impl WorkPoller {
                 }
             })
         };
-        let result = self.runner.handle(job).await;
+        let result = self.runner.handle_attempt(job, receive_count(&m)).await;
         heartbeat.cancel();
         let _ = beat.await;
         match result {
@@ -320,43 +320,68 @@ impl PushPoller {
         }
     }
 
-    /// `Ok(None)`: done with the message (delivered, refused or obsolete); `Ok(Some(d))`: retry in d.
     async fn deliver(&self, m: &Message) -> Result<Option<Duration>> {
-        let Ok(r) = serde_json::from_str::<PushRef>(m.body().unwrap_or_default()) else {
-            tracing::error!("unreadable push message dropped");
-            return Ok(None);
-        };
-        let Some(config) = self.configs.get(&r.task_id, &r.config_id).await? else {
-            tracing::debug!(task_id = r.task_id, config_id = r.config_id, "push config deleted; notification dropped");
-            return Ok(None);
-        };
-        let Some(event) = self.store.event(&r.task_id, r.seq).await? else {
-            tracing::warn!(task_id = r.task_id, seq = r.seq, "event gone; notification dropped");
-            return Ok(None);
-        };
-        let attempt = receive_count(m);
-        let job = PushJob { config, event, attempt };
-        match self.deliverer.deliver(&job).await {
-            Outcome::Delivered(status) => {
-                tracing::debug!(
-                    task_id = r.task_id,
-                    config_id = r.config_id,
-                    seq = r.seq,
-                    status,
-                    attempt,
-                    "push delivered"
-                );
-                Ok(None)
-            }
-            Outcome::Refused(why) => {
-                tracing::warn!(task_id = r.task_id, config_id = r.config_id, seq = r.seq, %why, "push refused");
-                Ok(None)
-            }
-            Outcome::Failed(why) => {
-                let delay = self.retry.delay(attempt, rand::random::<f64>());
-                tracing::info!(task_id = r.task_id, config_id = r.config_id, seq = r.seq, attempt, ?delay, %why, "push failed; retrying");
-                Ok(Some(delay))
-            }
+        attempt_push(
+            self.store.as_ref(),
+            self.configs.as_ref(),
+            &self.deliverer,
+            &self.retry,
+            m.body().unwrap_or_default(),
+            receive_count(m),
+        )
+        .await
+    }
+}
+
+/// One delivery attempt of a push-queue message body (a [`PushRef`]), shared by the poller and the
+/// `sqs-push-delivery` Lambda. `Ok(None)`: done with the message (delivered, refused, or obsolete
+/// because the config or event is gone); `Ok(Some(d))`: retry it in `d`; `Err`: unreadable or the
+/// table is unavailable (retried, and dead-lettered in the end).
+pub async fn attempt_push(
+    store: &dyn TaskStore,
+    configs: &dyn PushConfigStore,
+    deliverer: &Deliverer,
+    retry: &RetryPolicy,
+    body: &str,
+    attempt: u32,
+) -> Result<Option<Duration>> {
+    // A poison message fails (so that it ends in the dead-letter queue for a look).
+    let r: PushRef =
+        serde_json::from_str(body).map_err(|e| A2aError::internal(format!("unreadable push message: {e}")))?;
+    let Some(config) = configs.get(&r.task_id, &r.config_id).await? else {
+        tracing::debug!(task_id = r.task_id, config_id = r.config_id, "push config deleted; notification dropped");
+        return Ok(None);
+    };
+    let Some(event) = store.event(&r.task_id, r.seq).await? else {
+        tracing::warn!(task_id = r.task_id, seq = r.seq, "event gone; notification dropped");
+        return Ok(None);
+    };
+    let job = PushJob { config, event, attempt };
+    match deliverer.deliver(&job).await {
+        Outcome::Delivered(status) => {
+            tracing::debug!(
+                task_id = r.task_id,
+                config_id = r.config_id,
+                seq = r.seq,
+                status,
+                attempt,
+                "push delivered"
+            );
+            Ok(None)
+        }
+        Outcome::Refused(why) => {
+            tracing::warn!(task_id = r.task_id, config_id = r.config_id, seq = r.seq, %why, "push refused");
+            Ok(None)
+        }
+        Outcome::Failed(why) => {
+            let delay = retry.delay(attempt, rand::random::<f64>());
+            tracing::info!(task_id = r.task_id, config_id = r.config_id, seq = r.seq, attempt, ?delay, %why, "push failed; retrying");
+            Ok(Some(delay))
         }
     }
+}
+
+/// Receive count of a message as the Lambda event reports it.
+pub fn attempt_of(attributes: &std::collections::HashMap<String, String>) -> u32 {
+    attributes.get("ApproximateReceiveCount").and_then(|c| c.parse().ok()).unwrap_or(1)
 }

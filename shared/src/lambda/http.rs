@@ -1,0 +1,148 @@
+//! API Gateway HTTP API (payload v2) and Function URL events in, protocol responses out. A
+//! per-operation function serves only its [`Endpoint`]; anything else routed to it is a 404 that
+//! names the function's operation. Streams are sent with Lambda response streaming by the
+//! `http-stream` function ([`serve_streaming`]); a buffered function that is asked for a stream
+//! (a JSON-RPC streaming method on `http-jsonrpc`) sends the whole SSE body at the end of the turn.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::Method;
+use http_body_util::StreamBody;
+use hyper::body::Frame;
+use lambda_http::{Body as LambdaBody, Request, Response};
+
+use crate::card::{LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
+use crate::error::{A2aError, ErrorKind};
+use crate::http::{binding_of, jsonrpc_error_response, rest_error, Binding, Body, HttpResponse, Service};
+use crate::rest::{route, Route};
+
+/// What one function serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Every route and method (a single-function deployment, or `http-stream`).
+    All,
+    /// `POST /`: every JSON-RPC method.
+    JsonRpc,
+    AgentCard,
+    SendMessage,
+    SendStreamingMessage,
+    GetTask,
+    ListTasks,
+    CancelTask,
+    SubscribeToTask,
+    CreatePushConfig,
+    GetPushConfig,
+    ListPushConfigs,
+    DeletePushConfig,
+    ExtendedCard,
+}
+
+/// The endpoint a request is for (`None`: no such route).
+pub fn endpoint_of(method: &Method, path: &str) -> Option<Endpoint> {
+    if path == WELL_KNOWN_PATH || path == LEGACY_WELL_KNOWN_PATH {
+        return Some(Endpoint::AgentCard);
+    }
+    if binding_of(path) == Binding::JsonRpc {
+        return Some(Endpoint::JsonRpc);
+    }
+    Some(match route(method, path).ok()?.0 {
+        Route::SendMessage => Endpoint::SendMessage,
+        Route::SendStreamingMessage => Endpoint::SendStreamingMessage,
+        Route::ListTasks => Endpoint::ListTasks,
+        Route::GetTask { .. } => Endpoint::GetTask,
+        Route::CancelTask { .. } => Endpoint::CancelTask,
+        Route::SubscribeToTask { .. } => Endpoint::SubscribeToTask,
+        Route::CreatePushConfig { .. } => Endpoint::CreatePushConfig,
+        Route::ListPushConfigs { .. } => Endpoint::ListPushConfigs,
+        Route::GetPushConfig { .. } => Endpoint::GetPushConfig,
+        Route::DeletePushConfig { .. } => Endpoint::DeletePushConfig,
+        Route::GetExtendedCard => Endpoint::ExtendedCard,
+    })
+}
+
+/// Turns a Lambda HTTP event into the engine's request type.
+pub fn to_request(event: Request) -> http::Request<Bytes> {
+    let (parts, body) = event.into_parts();
+    let bytes = match body {
+        LambdaBody::Empty => Bytes::new(),
+        LambdaBody::Text(t) => Bytes::from(t),
+        LambdaBody::Binary(b) => Bytes::from(b),
+        _ => Bytes::new(),
+    };
+    http::Request::from_parts(parts, bytes)
+}
+
+/// Serves one event on a buffered function.
+pub async fn handle(service: &Service, serves: Endpoint, event: Request) -> Response<LambdaBody> {
+    let req = to_request(event);
+    let resp = match check(serves, &req) {
+        Some(refusal) => refusal,
+        None => service.handle(req).await,
+    };
+    let (parts, body) = resp.into_parts();
+    let bytes = match body {
+        Body::Full(b) => b,
+        // A stream asked of a buffered function: the whole stream, once the turn has ended.
+        Body::Sse(stream) => Bytes::from(stream.collect::<Vec<Bytes>>().await.concat()),
+    };
+    let body = match String::from_utf8(bytes.to_vec()) {
+        Ok(text) if text.is_empty() => LambdaBody::Empty,
+        Ok(text) => LambdaBody::Text(text),
+        Err(e) => LambdaBody::Binary(e.into_bytes()),
+    };
+    Response::from_parts(parts, body)
+}
+
+/// A 404 for requests that were routed to the wrong function.
+fn check(serves: Endpoint, req: &http::Request<Bytes>) -> Option<HttpResponse> {
+    if serves == Endpoint::All {
+        return None;
+    }
+    let found = endpoint_of(req.method(), req.uri().path());
+    if found == Some(serves) {
+        return None;
+    }
+    let err = A2aError::new(
+        ErrorKind::MethodNotFound,
+        format!("this function serves {serves:?}; {} {} is not one of its routes", req.method(), req.uri().path()),
+    );
+    Some(match binding_of(req.uri().path()) {
+        Binding::JsonRpc => jsonrpc_error_response(&serde_json::Value::Null, &err),
+        Binding::Rest => rest_error(&err),
+    })
+}
+
+/// Runs a buffered HTTP function until the runtime stops it.
+pub async fn serve(service: Arc<Service>, serves: Endpoint) -> Result<(), lambda_http::Error> {
+    lambda_http::run(lambda_http::service_fn(move |event: Request| {
+        let service = service.clone();
+        async move { Ok::<_, Infallible>(handle(&service, serves, event).await) }
+    }))
+    .await
+}
+
+type Streamed = StreamBody<futures::stream::BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
+
+/// Serves one event with response streaming: SSE frames leave as they are produced.
+pub async fn handle_streaming(service: &Service, event: Request) -> Response<Streamed> {
+    let resp = service.handle(to_request(event)).await;
+    let (parts, body) = resp.into_parts();
+    let frames = match body {
+        Body::Full(b) => futures::stream::iter([Ok(Frame::data(b))]).boxed(),
+        Body::Sse(stream) => stream.map(|b| Ok(Frame::data(b))).boxed(),
+    };
+    Response::from_parts(parts, StreamBody::new(frames))
+}
+
+/// Runs the response-streaming function (`http-stream`, behind a Function URL in RESPONSE_STREAM
+/// mode) until the runtime stops it.
+pub async fn serve_streaming(service: Arc<Service>) -> Result<(), lambda_http::Error> {
+    lambda_http::run_with_streaming_response(lambda_http::service_fn(move |event: Request| {
+        let service = service.clone();
+        async move { Ok::<_, Infallible>(handle_streaming(&service, event).await) }
+    }))
+    .await
+}

@@ -1,0 +1,197 @@
+//! Lambda glue (feature `lambda`): what every function's `main` calls. [`Deps::from_env`] builds the
+//! engine on DynamoDB and SQS once per container; [`http`] serves API Gateway (HTTP API, v2) and
+//! Function URL events, buffered or with response streaming; [`sqs`] handles the work and push
+//! queue batches with partial batch failures.
+
+pub mod http;
+pub mod sqs;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::adapters::aws::sqs::{SqsPushQueue, SqsWorkQueue};
+use crate::adapters::aws::{sdk_config, AwsSettings, DynamoStore};
+use crate::adapters::memory::{MemoryHub, SystemClock};
+use crate::adapters::poll_hub::PollingHub;
+use crate::auth;
+use crate::card::{default_card, read_card_file, CardService, ServerAbilities};
+use crate::engine::{Engine, EngineConfig, EnginePorts, Runner};
+use crate::error::{A2aError, Result};
+use crate::executor::AgentExecutor;
+use crate::http::{Limits, Service};
+use crate::page_token::PageTokens;
+use crate::ports::{Clock, Job, PushJob, PushQueue, StreamHub, WorkQueue};
+use crate::push::{Deliverer, DnsPolicy};
+use crate::webhook::{AllowList, RetryPolicy};
+
+/// JSON logs to stdout (CloudWatch), level from `RUST_LOG` (default info), no ANSI colours.
+pub fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(false)
+        .with_ansi(false)
+        .without_time()
+        .init();
+}
+
+/// Everything a function needs, built once per container.
+pub struct Deps {
+    pub engine: Arc<Engine>,
+    pub service: Arc<Service>,
+    pub store: Arc<DynamoStore>,
+    /// Present in the task runner (the function that runs the agent).
+    pub runner: Option<Arc<Runner>>,
+    pub sqs: aws_sdk_sqs::Client,
+    pub task_queue_url: Option<String>,
+    pub push_queue_url: Option<String>,
+    pub deliverer: Arc<Deliverer>,
+    pub retry: RetryPolicy,
+}
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Stands in for a queue a function was not given: using it is a configuration error.
+struct Unconfigured(&'static str);
+
+#[async_trait]
+impl WorkQueue for Unconfigured {
+    async fn enqueue(&self, _: Job) -> Result<()> {
+        Err(A2aError::internal(format!("{} is not configured for this function", self.0)))
+    }
+}
+
+#[async_trait]
+impl PushQueue for Unconfigured {
+    async fn enqueue(&self, _: PushJob, _: Duration) -> Result<()> {
+        Err(A2aError::internal(format!("{} is not configured for this function", self.0)))
+    }
+}
+
+/// A function's configuration; [`LambdaSettings::from_env`] reads it from the environment.
+#[derive(Debug, Clone)]
+pub struct LambdaSettings {
+    pub aws: AwsSettings,
+    /// The agent's public base URL (the card's interfaces).
+    pub public_url: String,
+    pub card: crate::types::AgentCard,
+    pub extended_card: Option<crate::types::AgentCard>,
+    /// `principal:key,...` for API-key authentication; anonymous when unset.
+    pub api_keys: Option<String>,
+    pub api_key_header: String,
+    pub webhook_allow: AllowList,
+    /// Longest wait of a blocking SendMessage (under API Gateway's 29 s).
+    pub blocking_timeout: Duration,
+    pub push_timeout: Duration,
+}
+
+impl LambdaSettings {
+    /// Reads `TABLE_NAME`, `TASK_QUEUE_URL`, `PUSH_QUEUE_URL`, `PAGE_TOKEN_SECRET`,
+    /// `PUSH_MAX_ATTEMPTS`, `TASK_TTL_SECONDS` (see [`AwsSettings`]); `A2A_PUBLIC_URL`, `A2A_CARD`
+    /// (a file) or `A2A_CARD_JSON`, `A2A_EXTENDED_CARD` or `A2A_EXTENDED_CARD_JSON`, `A2A_API_KEYS`,
+    /// `A2A_API_KEY_HEADER`, `WEBHOOK_ALLOW`, `BLOCKING_TIMEOUT_SECS` (25), `PUSH_TIMEOUT_SECS` (10).
+    pub fn from_env() -> Result<Self> {
+        let card_from = |json: &str, path: &str| -> Result<Option<crate::types::AgentCard>> {
+            match (env(json), env(path)) {
+                (Some(j), _) => crate::card::parse_card_file(&j).map(Some),
+                (None, Some(p)) => read_card_file(&p).map(Some),
+                (None, None) => Ok(None),
+            }
+        };
+        let secs =
+            |name: &str, default: u64| Duration::from_secs(env(name).and_then(|v| v.parse().ok()).unwrap_or(default));
+        Ok(Self {
+            aws: AwsSettings::from_env(),
+            public_url: env("A2A_PUBLIC_URL").unwrap_or_else(|| "http://localhost".into()),
+            card: card_from("A2A_CARD_JSON", "A2A_CARD")?.unwrap_or_else(default_card),
+            extended_card: card_from("A2A_EXTENDED_CARD_JSON", "A2A_EXTENDED_CARD")?,
+            api_keys: env("A2A_API_KEYS"),
+            api_key_header: env("A2A_API_KEY_HEADER").unwrap_or_else(|| auth::DEFAULT_API_KEY_HEADER.into()),
+            webhook_allow: AllowList::parse(&env("WEBHOOK_ALLOW").unwrap_or_default())?,
+            blocking_timeout: secs("BLOCKING_TIMEOUT_SECS", 25),
+            push_timeout: secs("PUSH_TIMEOUT_SECS", 10),
+        })
+    }
+}
+
+impl Deps {
+    /// [`LambdaSettings::from_env`], then [`Deps::new`].
+    pub async fn from_env(executor: Option<Arc<dyn AgentExecutor>>) -> Result<Self> {
+        Self::new(LambdaSettings::from_env()?, executor).await
+    }
+
+    /// Builds the engine on DynamoDB and SQS. `executor` is given to the task runner only.
+    pub async fn new(settings: LambdaSettings, executor: Option<Arc<dyn AgentExecutor>>) -> Result<Self> {
+        let aws = settings.aws;
+        let sdk = sdk_config().await;
+        let sqs = aws_sdk_sqs::Client::new(&sdk);
+        let tokens = match &aws.page_token_secret {
+            Some(secret) => PageTokens::new(secret.as_bytes().to_vec()),
+            None => {
+                tracing::warn!("PAGE_TOKEN_SECRET is not set: page tokens will not survive a cold start");
+                PageTokens::random()
+            }
+        };
+        let store = Arc::new(DynamoStore::new(
+            aws_sdk_dynamodb::Client::new(&sdk),
+            aws.table_name.clone(),
+            tokens,
+            aws.ttl_seconds.map(Duration::from_secs),
+        ));
+        let queue: Arc<dyn WorkQueue> = match &aws.task_queue_url {
+            Some(url) => Arc::new(SqsWorkQueue::new(sqs.clone(), url.clone())),
+            None => Arc::new(Unconfigured("TASK_QUEUE_URL")),
+        };
+        let push_queue: Arc<dyn PushQueue> = match &aws.push_queue_url {
+            Some(url) => Arc::new(SqsPushQueue::new(sqs.clone(), url.clone())),
+            None => Arc::new(Unconfigured("PUSH_QUEUE_URL")),
+        };
+        let deliverer = Arc::new(Deliverer::new(settings.webhook_allow.clone(), settings.push_timeout)?);
+        let authenticator = auth::from_spec(settings.api_keys.as_deref(), &settings.api_key_header)?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let abilities = ServerAbilities { streaming: true, push_notifications: true };
+        let card = CardService::new(
+            settings.card,
+            settings.extended_card,
+            &settings.public_url,
+            abilities,
+            authenticator.as_ref(),
+            clock.now(),
+        );
+        // The runner publishes to an in-process hub nobody else reads; every other function follows
+        // the event log by polling the table (until an edge hub is configured).
+        let hub: Arc<dyn StreamHub> =
+            if executor.is_some() { Arc::new(MemoryHub::default()) } else { Arc::new(PollingHub::default()) };
+        let ports = EnginePorts {
+            store: store.clone(),
+            push_configs: store.clone(),
+            queue,
+            push_queue: Some(push_queue),
+            hub,
+            clock,
+            auth: authenticator,
+            webhooks: Arc::new(DnsPolicy { allow: settings.webhook_allow }),
+        };
+        let config = EngineConfig { blocking_timeout: settings.blocking_timeout, ..EngineConfig::default() };
+        let engine = Arc::new(Engine::new(ports, card, config));
+        let runner = executor.map(|e| Arc::new(Runner::new(engine.clone(), e)));
+        let service = Arc::new(Service::new(engine.clone(), Limits::default()));
+        let retry = RetryPolicy { max_attempts: aws.push_max_attempts, ..RetryPolicy::default() };
+        Ok(Self {
+            engine,
+            service,
+            store,
+            runner,
+            sqs,
+            task_queue_url: aws.task_queue_url,
+            push_queue_url: aws.push_queue_url,
+            deliverer,
+            retry,
+        })
+    }
+}

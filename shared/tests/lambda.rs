@@ -1,0 +1,259 @@
+//! The Lambda functions' handlers fed with the fixtures of `events/`, on moto: each HTTP fixture
+//! through its function's endpoint (status and body asserted), the SQS batches through the task
+//! runner and push delivery handlers (`batchItemFailures` asserted), and end to end:
+//! http-send-message → SQS → sqs-task-runner → event log → http-get-task sees COMPLETED, and the
+//! response-streaming function replays the task's events.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::adapters::aws::{resources, AwsSettings};
+use a2a::card::default_card;
+use a2a::executor::EchoAgent;
+use a2a::lambda::http::{handle, handle_streaming, Endpoint};
+use a2a::lambda::sqs::{deliver_pushes, run_tasks};
+use a2a::lambda::{Deps, LambdaSettings};
+use a2a::webhook::AllowList;
+use aws_lambda_events::event::sqs::SqsEvent;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use serde_json::{json, Value};
+
+const TASK_ID: &str = "ef9f775b-88b9-5707-8613-11ab00b8d6bb";
+
+fn fixture(name: &str) -> String {
+    std::fs::read_to_string(format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+fn http_fixture(name: &str) -> lambda_http::Request {
+    lambda_http::request::from_str(&fixture(name)).unwrap()
+}
+
+async fn call(deps: &Deps, endpoint: Endpoint, name: &str) -> (u16, Value) {
+    let resp = handle(&deps.service, endpoint, http_fixture(name)).await;
+    let status = resp.status().as_u16();
+    let body = match resp.into_body() {
+        lambda_http::Body::Text(t) => serde_json::from_str(&t).unwrap_or(Value::String(t)),
+        lambda_http::Body::Empty => Value::Null,
+        other => panic!("unexpected body {other:?}"),
+    };
+    (status, body)
+}
+
+struct World {
+    http: Deps,
+    runner: Deps,
+    sqs: aws_sdk_sqs::Client,
+    work_url: String,
+}
+
+async fn world(webhook: &str) -> World {
+    let sdk = a2a::adapters::aws::sdk_config().await;
+    let table = format!("fx-{}", uuid::Uuid::new_v4().simple());
+    resources::ensure_table(&aws_sdk_dynamodb::Client::new(&sdk), &table, false).await.unwrap();
+    let sqs = common::sqs_client().await;
+    let (work_url, _) =
+        resources::ensure_fifo_queue(&sqs, &format!("{table}-work"), Duration::from_secs(30), 3).await.unwrap();
+    let (push_url, _) =
+        resources::ensure_fifo_queue(&sqs, &format!("{table}-push"), Duration::from_secs(30), 3).await.unwrap();
+    let settings = LambdaSettings {
+        aws: AwsSettings {
+            table_name: table,
+            task_queue_url: Some(work_url.clone()),
+            push_queue_url: Some(push_url),
+            ttl_seconds: None,
+            page_token_secret: Some("fixtures".into()),
+            push_max_attempts: 3,
+        },
+        public_url: "https://agent.example.com".into(),
+        card: default_card(),
+        extended_card: None,
+        api_keys: None,
+        api_key_header: "X-API-Key".into(),
+        webhook_allow: AllowList::parse(webhook).unwrap(),
+        blocking_timeout: Duration::from_secs(10),
+        push_timeout: Duration::from_secs(2),
+    };
+    let http = Deps::new(settings.clone(), None).await.unwrap();
+    let runner = Deps::new(settings, Some(Arc::new(EchoAgent))).await.unwrap();
+    World { http, runner, sqs, work_url }
+}
+
+/// Plays the SQS event source mapping for the task runner: receives a batch, hands it to the
+/// handler, deletes what succeeded. Returns the number of records handled.
+async fn pump(w: &World) -> usize {
+    let got = w
+        .sqs
+        .receive_message()
+        .queue_url(&w.work_url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+        .send()
+        .await
+        .unwrap();
+    let records: Vec<Value> = got
+        .messages()
+        .iter()
+        .map(|m| {
+            let attrs: serde_json::Map<String, Value> =
+                m.attributes().into_iter().flatten().map(|(k, v)| (k.as_str().to_string(), json!(v))).collect();
+            json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(), "attributes": attrs,
+                   "messageAttributes": {}, "eventSource": "aws:sqs", "awsRegion": "us-east-1"})
+        })
+        .collect();
+    let event: SqsEvent = serde_json::from_value(json!({"Records": records})).unwrap();
+    let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), event).await;
+    assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
+    for m in got.messages() {
+        w.sqs.delete_message().queue_url(&w.work_url).receipt_handle(m.receipt_handle().unwrap()).send().await.unwrap();
+    }
+    got.messages().len()
+}
+
+async fn receiver(hits: Arc<AtomicUsize>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let hits = hits.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |_r: hyper::Request<hyper::body::Incoming>| {
+                    hits.fetch_add(1, Ordering::SeqCst);
+                    async { Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::new()))) }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    url
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_fixture_through_its_function() {
+    if !common::aws_available() {
+        return;
+    }
+    let w = world("127.0.0.1/32").await;
+
+    // http-send-message
+    let (s, v) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_ok.json").await;
+    assert_eq!((s, v["task"]["id"].as_str()), (200, Some(TASK_ID)), "{v}");
+    assert_eq!(v["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
+    let (s, v) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_tenant.json").await;
+    assert_eq!(s, 200, "{v}");
+    let (s, v) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_bad-request.json").await;
+    assert_eq!(s, 400);
+    assert!(v["error"]["message"].as_str().unwrap().contains("message.messageId"), "{v}");
+    // A request routed to the wrong function is refused, naming the function's operation.
+    let (s, v) = call(&w.http, Endpoint::JsonRpc, "apigw-v2_jsonrpc_wrong-route.json").await;
+    assert_eq!(s, 404, "{v}");
+
+    // sqs-task-runner: the two queued jobs run; then the fixture batch (one poison record).
+    assert_eq!(pump(&w).await, 2);
+    let batch: SqsEvent = serde_json::from_str(&fixture("sqs_task-runner_batch.json")).unwrap();
+    let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), batch).await;
+    let failed: Vec<&str> = resp.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
+    assert_eq!(failed, ["0a0b0c0d-0000-4000-8000-000000000002"], "only the poison record fails");
+
+    // http-get-task sees COMPLETED; the other HTTP functions on their fixtures.
+    let (s, v) = call(&w.http, Endpoint::GetTask, "apigw-v2_get-task_ok.json").await;
+    assert_eq!((s, v["status"]["state"].as_str()), (200, Some("TASK_STATE_COMPLETED")), "{v}");
+    assert_eq!(v["artifacts"][0]["parts"][0]["text"], "hello from a fixture");
+    assert_eq!(v["history"].as_array().unwrap().len(), 1);
+    let (s, v) = call(&w.http, Endpoint::GetTask, "apigw-v2_get-task_not-found.json").await;
+    assert_eq!((s, v["error"]["details"][0]["reason"].as_str()), (404, Some("TASK_NOT_FOUND")));
+    let (s, v) = call(&w.http, Endpoint::ListTasks, "apigw-v2_list-tasks_ok.json").await;
+    assert_eq!(s, 200, "{v}");
+    assert_eq!(v["nextPageToken"], "");
+    let (s, v) = call(&w.http, Endpoint::CancelTask, "apigw-v2_cancel-task_ok.json").await;
+    assert_eq!((s, v["error"]["details"][0]["reason"].as_str()), (409, Some("TASK_NOT_CANCELABLE")), "{v}");
+    let (s, v) = call(&w.http, Endpoint::CreatePushConfig, "apigw-v2_create-push-config_ok.json").await;
+    assert_eq!((s, v["id"].as_str()), (200, Some("fixture-config")), "{v}");
+    let (s, v) = call(&w.http, Endpoint::GetPushConfig, "apigw-v2_get-push-config_ok.json").await;
+    assert_eq!((s, v["url"].as_str()), (200, Some("https://hooks.example.com/a2a")));
+    let (s, v) = call(&w.http, Endpoint::ListPushConfigs, "apigw-v2_list-push-configs_ok.json").await;
+    assert_eq!((s, v["configs"].as_array().map(Vec::len)), (200, Some(1)));
+    let (s, _) = call(&w.http, Endpoint::DeletePushConfig, "apigw-v2_delete-push-config_ok.json").await;
+    assert_eq!(s, 200);
+    let (s, v) = call(&w.http, Endpoint::ExtendedCard, "apigw-v2_extended-card_unsupported.json").await;
+    assert_eq!((s, v["error"]["details"][0]["reason"].as_str()), (400, Some("UNSUPPORTED_OPERATION")));
+    let (s, v) = call(&w.http, Endpoint::AgentCard, "apigw-v2_agent-card_ok.json").await;
+    assert_eq!((s, v["supportedInterfaces"][0]["url"].as_str()), (200, Some("https://agent.example.com")));
+    let (s, _) = call(&w.http, Endpoint::AgentCard, "function-url_agent-card_not-modified.json").await;
+    assert_eq!(s, 304);
+    let (s, v) = call(&w.http, Endpoint::JsonRpc, "apigw-v2_jsonrpc_get-task.json").await;
+    assert_eq!((s, v["result"]["id"].as_str()), (200, Some(TASK_ID)), "{v}");
+    let (s, v) = call(&w.http, Endpoint::JsonRpc, "apigw-v2_jsonrpc_message-send-0.3.json").await;
+    assert_eq!((s, v["result"]["kind"].as_str()), (200, Some("task")), "{v}");
+
+    // http-stream: a reconnect with Last-Event-ID 0 replays the finished task's events.
+    let resp = handle_streaming(&w.http.service, http_fixture("function-url_stream_subscribe.json")).await;
+    assert_eq!(resp.headers()["content-type"], "text/event-stream");
+    let body = String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    assert!(body.starts_with("id: 1\n") && body.contains("TASK_STATE_COMPLETED"), "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn streaming_and_push_delivery_end_to_end() {
+    if !common::aws_available() {
+        return;
+    }
+    let hits = Arc::new(AtomicUsize::new(0));
+    let hook = receiver(hits.clone()).await;
+    let w = Arc::new(world("127.0.0.1/32").await);
+    // http-stream for a new message: the runner (pumped here as SQS would) produces the events the
+    // stream polls from the table.
+    let pumping = {
+        let w = w.clone();
+        tokio::spawn(async move {
+            for _ in 0..20 {
+                if pump(&w).await > 0 {
+                    return;
+                }
+            }
+        })
+    };
+    let resp = handle_streaming(&w.http.service, http_fixture("function-url_stream_message.json")).await;
+    let body = String::from_utf8(resp.into_body().collect().await.unwrap().to_bytes().to_vec()).unwrap();
+    pumping.await.unwrap();
+    let kinds: Vec<&str> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| {
+            if d.contains("\"task\"") {
+                "task"
+            } else if d.contains("artifactUpdate") {
+                "artifact"
+            } else {
+                "status"
+            }
+        })
+        .collect();
+    assert_eq!(kinds, ["task", "artifact", "status"], "{body}");
+
+    // sqs-push-delivery on its fixture: the fixture task's config points at a local receiver.
+    let (s, _) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_ok.json").await;
+    assert_eq!(s, 200);
+    let cfg = json!({"id": "fixture-config", "url": hook, "token": "t"}).to_string();
+    let req = http::Request::post(format!("/tasks/{TASK_ID}/pushNotificationConfigs"))
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(Bytes::from(cfg))
+        .unwrap();
+    assert_eq!(w.http.service.handle(req).await.status(), 200);
+    pump(&w).await;
+    let batch: SqsEvent = serde_json::from_str(&fixture("sqs_push-delivery_batch.json")).unwrap();
+    let resp = deliver_pushes(&w.http, batch).await;
+    let failed: Vec<&str> = resp.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
+    assert_eq!(failed, ["0a0b0c0d-0000-4000-8000-000000000002"], "only the poison record fails");
+    assert!(hits.load(Ordering::SeqCst) >= 1, "the fixture's event reached the webhook");
+}
