@@ -52,6 +52,10 @@ struct Args {
     /// With --backend aws: create the table, its indexes and the queues (with DLQs) if missing.
     #[arg(long, env = "A2A_CREATE_RESOURCES")]
     create_resources: bool,
+    /// With --backend aws: create the resources, print their environment (TABLE_NAME=...,
+    /// TASK_QUEUE_URL=..., PUSH_QUEUE_URL=...) and exit without serving.
+    #[arg(long)]
+    create_resources_only: bool,
     /// The agent to run.
     #[arg(long, env = "A2A_AGENT", value_enum, default_value = "echo")]
     agent: Agent,
@@ -96,8 +100,8 @@ fn main() -> Result<(), String> {
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
     match args.log_format {
-        LogFormat::Human => tracing_subscriber::fmt().with_env_filter(filter).init(),
-        LogFormat::Json => tracing_subscriber::fmt().json().with_env_filter(filter).init(),
+        LogFormat::Human => tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init(),
+        LogFormat::Json => tracing_subscriber::fmt().json().with_env_filter(filter).with_writer(std::io::stderr).init(),
     }
     let read = |p: &PathBuf| read_card_file(&p.to_string_lossy()).map_err(|e| e.message);
     let card = args.card.as_ref().map(read).transpose()?.unwrap_or_else(default_card);
@@ -105,6 +109,9 @@ fn main() -> Result<(), String> {
     let auth = auth::from_spec(args.api_keys.as_deref(), &args.api_key_header).map_err(|e| e.message)?;
     let webhook_allow = AllowList::parse(&args.webhook_allow).map_err(|e| e.message)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
+    if args.create_resources_only {
+        return runtime.block_on(print_resources(args.push_max_attempts.max(1)));
+    }
     runtime.block_on(async move {
         let listener =
             a2a::server::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
@@ -147,4 +154,34 @@ fn main() -> Result<(), String> {
             .await
             .map_err(|e| e.to_string())
     })
+}
+
+/// Creates the AWS resources a2a-local --backend aws (and the Lambda functions) use and prints them.
+async fn print_resources(push_attempts: u32) -> Result<(), String> {
+    use a2a::adapters::aws::{resources, sdk_config};
+    let settings = AwsSettings::from_env();
+    let sdk = sdk_config().await;
+    let err = |e: a2a::A2aError| e.message;
+    resources::ensure_table(&aws_sdk_dynamodb::Client::new(&sdk), &settings.table_name, settings.ttl_seconds.is_some())
+        .await
+        .map_err(err)?;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let visibility = PollSettings::default().visibility;
+    let (task, _) = resources::ensure_fifo_queue(&sqs, &format!("{}-work", settings.table_name), visibility, 5)
+        .await
+        .map_err(err)?;
+    let (push, _) = resources::ensure_fifo_queue(
+        &sqs,
+        &format!("{}-push", settings.table_name),
+        Duration::from_secs(30),
+        push_attempts,
+    )
+    .await
+    .map_err(err)?;
+    let table = settings.table_name;
+    #[allow(clippy::print_stdout)]
+    {
+        println!("TABLE_NAME={table}\nTASK_QUEUE_URL={task}\nPUSH_QUEUE_URL={push}");
+    }
+    Ok(())
 }
