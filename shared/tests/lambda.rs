@@ -53,6 +53,11 @@ struct World {
 }
 
 async fn world(webhook: &str) -> World {
+    world_with(webhook, 3).await
+}
+
+/// `push_attempts`: the push queue's maxReceiveCount (and the retry policy's attempts).
+async fn world_with(webhook: &str, push_attempts: u32) -> World {
     let sdk = a2a::adapters::aws::sdk_config().await;
     let table = format!("fx-{}", uuid::Uuid::new_v4().simple());
     resources::ensure_table(&aws_sdk_dynamodb::Client::new(&sdk), &table, false).await.unwrap();
@@ -60,7 +65,7 @@ async fn world(webhook: &str) -> World {
     let (work_url, _) =
         resources::ensure_fifo_queue(&sqs, &format!("{table}-work"), Duration::from_secs(30), 3).await.unwrap();
     let (push_url, _) =
-        resources::ensure_fifo_queue(&sqs, &format!("{table}-push"), Duration::from_secs(30), 3).await.unwrap();
+        resources::ensure_fifo_queue(&sqs, &format!("{table}-push"), Duration::from_secs(30), push_attempts).await.unwrap();
     let settings = LambdaSettings {
         aws: AwsSettings {
             table_name: table,
@@ -68,7 +73,7 @@ async fn world(webhook: &str) -> World {
             push_queue_url: Some(push_url),
             ttl_seconds: None,
             page_token_secret: Some("fixtures".into()),
-            push_max_attempts: 3,
+            push_max_attempts: push_attempts,
         },
         public_url: "https://agent.example.com".into(),
         card: default_card(),
@@ -256,4 +261,123 @@ async fn streaming_and_push_delivery_end_to_end() {
     let failed: Vec<&str> = resp.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
     assert_eq!(failed, ["0a0b0c0d-0000-4000-8000-000000000002"], "only the poison record fails");
     assert!(hits.load(Ordering::SeqCst) >= 1, "the fixture's event reached the webhook");
+}
+
+/// A webhook receiver that answers the statuses of `script` in turn (then 200) and records each
+/// hit's time, headers and body.
+async fn scripted_receiver(script: Vec<u16>) -> (String, Arc<parking_lot::Mutex<Vec<(std::time::Instant, http::HeaderMap, Value)>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let hits = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let script = Arc::new(parking_lot::Mutex::new(script.into_iter()));
+    let h = hits.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (h, script) = (h.clone(), script.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let (h, script) = (h.clone(), script.clone());
+                    async move {
+                        let (parts, body) = req.into_parts();
+                        let body: Value = serde_json::from_slice(&body.collect().await.unwrap().to_bytes()).unwrap();
+                        h.lock().push((std::time::Instant::now(), parts.headers, body));
+                        let status = script.lock().next().unwrap_or(200);
+                        Ok::<_, Infallible>(hyper::Response::builder().status(status).body(Full::new(Bytes::new())).unwrap())
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), svc).await;
+            });
+        }
+    });
+    (url, hits)
+}
+
+/// Plays the push queue's event source mapping for `rounds` receives: each batch goes to the
+/// sqs-push-delivery handler; the records it did not fail are deleted.
+async fn pump_pushes(w: &World, push_url: &str, rounds: usize) {
+    for _ in 0..rounds {
+        let got = w
+            .sqs
+            .receive_message()
+            .queue_url(push_url)
+            .max_number_of_messages(1)
+            .wait_time_seconds(1)
+            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+            .send()
+            .await
+            .unwrap();
+        if got.messages().is_empty() {
+            continue;
+        }
+        let records: Vec<Value> = got
+            .messages()
+            .iter()
+            .map(|m| {
+                let attrs: serde_json::Map<String, Value> =
+                    m.attributes().into_iter().flatten().map(|(k, v)| (k.as_str().to_string(), json!(v))).collect();
+                json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(), "attributes": attrs,
+                       "messageAttributes": {}, "eventSource": "aws:sqs", "awsRegion": "us-east-1"})
+            })
+            .collect();
+        let resp = deliver_pushes(&w.http, serde_json::from_value(json!({"Records": records})).unwrap()).await;
+        for m in got.messages() {
+            if !resp.batch_item_failures.iter().any(|f| Some(f.item_identifier.as_str()) == m.message_id()) {
+                w.sqs.delete_message().queue_url(push_url).receipt_handle(m.receipt_handle().unwrap()).send().await.unwrap();
+            }
+        }
+    }
+}
+
+async fn send_with_webhook(w: &World, message_id: &str, url: &str) {
+    let body = json!({"message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+        "configuration": {"returnImmediately": true, "taskPushNotificationConfig": {"url": url, "token": "tok-9",
+            "authentication": {"scheme": "Bearer", "credentials": "s3cret"}}}});
+    let req = http::Request::post("/message:send")
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(Bytes::from(body.to_string()))
+        .unwrap();
+    assert_eq!(w.http.service.handle(req).await.status(), 200);
+    assert_eq!(pump(w).await, 1, "the task runner ran the job");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn push_delivery_retries_with_growing_delays_then_dead_letters() {
+    if !common::aws_available() {
+        return;
+    }
+    let w = world_with("127.0.0.1/32", 6).await;
+    let push_url = w.http.push_queue_url.clone().unwrap();
+
+    // 500 three times, then 200: the first event is delivered on its fourth try, after growing
+    // delays (the handler sets the message's visibility to the backoff: 1-2 s, 2-4 s, 4-8 s), and
+    // the second event follows it, in order, with the config's headers.
+    let (url, hits) = scripted_receiver(vec![500, 500, 500]).await;
+    send_with_webhook(&w, "push-retry", &url).await;
+    pump_pushes(&w, &push_url, 30).await;
+    let hits = hits.lock().clone();
+    assert_eq!(hits.len(), 5, "four tries of the first event, one of the second");
+    let gaps: Vec<f64> = hits.windows(2).take(3).map(|p| (p[1].0 - p[0].0).as_secs_f64()).collect();
+    assert!(gaps[0] >= 0.9 && gaps[1] > gaps[0] && gaps[2] > gaps[1], "growing delays: {gaps:?}");
+    let kinds: Vec<&str> = hits.iter().map(|(_, _, b)| if b.get("artifactUpdate").is_some() { "artifact" } else { "status" }).collect();
+    assert_eq!(kinds, ["artifact", "artifact", "artifact", "artifact", "status"], "in order");
+    for (_, headers, _) in &hits {
+        assert_eq!(headers["authorization"], "Bearer s3cret");
+        assert_eq!(headers["a2a-notification-token"], "tok-9");
+    }
+
+    // Always 503: after the queue's maxReceiveCount (3) the notification is in the dead-letter queue.
+    let w = world_with("127.0.0.1/32", 3).await;
+    let push_url = w.http.push_queue_url.clone().unwrap();
+    let (url, hits) = scripted_receiver(vec![503; 100]).await;
+    send_with_webhook(&w, "push-dead", &url).await;
+    pump_pushes(&w, &push_url, 30).await;
+    let dlq = w.sqs.get_queue_url().queue_name(format!("{}-push-dlq.fifo", w.http.store.table())).send().await.unwrap();
+    let dead = w.sqs.receive_message().queue_url(dlq.queue_url().unwrap()).max_number_of_messages(10).send().await.unwrap();
+    // Both events (artifact, then COMPLETED), each after exactly three tries, in group order.
+    assert_eq!(dead.messages().len(), 2);
+    let seqs: Vec<u64> = dead.messages().iter().map(|m| serde_json::from_str::<Value>(m.body().unwrap()).unwrap()["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2]);
+    assert_eq!(hits.lock().len(), 6);
 }
