@@ -65,7 +65,9 @@ async fn world_with(webhook: &str, push_attempts: u32) -> World {
     let (work_url, _) =
         resources::ensure_fifo_queue(&sqs, &format!("{table}-work"), Duration::from_secs(30), 3).await.unwrap();
     let (push_url, _) =
-        resources::ensure_fifo_queue(&sqs, &format!("{table}-push"), Duration::from_secs(30), push_attempts).await.unwrap();
+        resources::ensure_fifo_queue(&sqs, &format!("{table}-push"), Duration::from_secs(30), push_attempts)
+            .await
+            .unwrap();
     let settings = LambdaSettings {
         aws: AwsSettings {
             table_name: table,
@@ -265,7 +267,9 @@ async fn streaming_and_push_delivery_end_to_end() {
 
 /// A webhook receiver that answers the statuses of `script` in turn (then 200) and records each
 /// hit's time, headers and body.
-async fn scripted_receiver(script: Vec<u16>) -> (String, Arc<parking_lot::Mutex<Vec<(std::time::Instant, http::HeaderMap, Value)>>>) {
+async fn scripted_receiver(
+    script: Vec<u16>,
+) -> (String, Arc<parking_lot::Mutex<Vec<(std::time::Instant, http::HeaderMap, Value)>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/hook", listener.local_addr().unwrap());
     let hits = Arc::new(parking_lot::Mutex::new(Vec::new()));
@@ -283,10 +287,14 @@ async fn scripted_receiver(script: Vec<u16>) -> (String, Arc<parking_lot::Mutex<
                         let body: Value = serde_json::from_slice(&body.collect().await.unwrap().to_bytes()).unwrap();
                         h.lock().push((std::time::Instant::now(), parts.headers, body));
                         let status = script.lock().next().unwrap_or(200);
-                        Ok::<_, Infallible>(hyper::Response::builder().status(status).body(Full::new(Bytes::new())).unwrap())
+                        Ok::<_, Infallible>(
+                            hyper::Response::builder().status(status).body(Full::new(Bytes::new())).unwrap(),
+                        )
                     }
                 });
-                let _ = hyper::server::conn::http1::Builder::new().serve_connection(hyper_util::rt::TokioIo::new(stream), svc).await;
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
             });
         }
     });
@@ -323,7 +331,13 @@ async fn pump_pushes(w: &World, push_url: &str, rounds: usize) {
         let resp = deliver_pushes(&w.http, serde_json::from_value(json!({"Records": records})).unwrap()).await;
         for m in got.messages() {
             if !resp.batch_item_failures.iter().any(|f| Some(f.item_identifier.as_str()) == m.message_id()) {
-                w.sqs.delete_message().queue_url(push_url).receipt_handle(m.receipt_handle().unwrap()).send().await.unwrap();
+                w.sqs
+                    .delete_message()
+                    .queue_url(push_url)
+                    .receipt_handle(m.receipt_handle().unwrap())
+                    .send()
+                    .await
+                    .unwrap();
             }
         }
     }
@@ -360,7 +374,8 @@ async fn push_delivery_retries_with_growing_delays_then_dead_letters() {
     assert_eq!(hits.len(), 5, "four tries of the first event, one of the second");
     let gaps: Vec<f64> = hits.windows(2).take(3).map(|p| (p[1].0 - p[0].0).as_secs_f64()).collect();
     assert!(gaps[0] >= 0.9 && gaps[1] > gaps[0] && gaps[2] > gaps[1], "growing delays: {gaps:?}");
-    let kinds: Vec<&str> = hits.iter().map(|(_, _, b)| if b.get("artifactUpdate").is_some() { "artifact" } else { "status" }).collect();
+    let kinds: Vec<&str> =
+        hits.iter().map(|(_, _, b)| if b.get("artifactUpdate").is_some() { "artifact" } else { "status" }).collect();
     assert_eq!(kinds, ["artifact", "artifact", "artifact", "artifact", "status"], "in order");
     for (_, headers, _) in &hits {
         assert_eq!(headers["authorization"], "Bearer s3cret");
@@ -374,10 +389,15 @@ async fn push_delivery_retries_with_growing_delays_then_dead_letters() {
     send_with_webhook(&w, "push-dead", &url).await;
     pump_pushes(&w, &push_url, 30).await;
     let dlq = w.sqs.get_queue_url().queue_name(format!("{}-push-dlq.fifo", w.http.store.table())).send().await.unwrap();
-    let dead = w.sqs.receive_message().queue_url(dlq.queue_url().unwrap()).max_number_of_messages(10).send().await.unwrap();
+    let dead =
+        w.sqs.receive_message().queue_url(dlq.queue_url().unwrap()).max_number_of_messages(10).send().await.unwrap();
     // Both events (artifact, then COMPLETED), each after exactly three tries, in group order.
     assert_eq!(dead.messages().len(), 2);
-    let seqs: Vec<u64> = dead.messages().iter().map(|m| serde_json::from_str::<Value>(m.body().unwrap()).unwrap()["seq"].as_u64().unwrap()).collect();
+    let seqs: Vec<u64> = dead
+        .messages()
+        .iter()
+        .map(|m| serde_json::from_str::<Value>(m.body().unwrap()).unwrap()["seq"].as_u64().unwrap())
+        .collect();
     assert_eq!(seqs, [1, 2]);
     assert_eq!(hits.lock().len(), 6);
 }

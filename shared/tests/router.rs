@@ -27,6 +27,7 @@ struct Setup {
     extended: bool,
     card: Option<AgentCard>,
     max_body: Option<usize>,
+    blocking_timeout: Option<Duration>,
 }
 
 async fn agent() -> Agent {
@@ -48,7 +49,7 @@ async fn agent_with(setup: Setup) -> Agent {
         executor: Arc::new(conformance),
         auth,
         engine: EngineConfig {
-            blocking_timeout: Duration::from_secs(10),
+            blocking_timeout: setup.blocking_timeout.unwrap_or(Duration::from_secs(10)),
             cancel_timeout: Duration::from_secs(2),
             ..Default::default()
         },
@@ -761,4 +762,21 @@ async fn send_message_is_idempotent_on_message_id() {
         .rpc_with("SendMessage", json!({"message": msg("shared", "x")}), &[("A2A-Version", "1.0"), ("X-API-Key", "kb")])
         .await;
     assert_ne!(x["result"]["task"]["id"], y["result"]["task"]["id"]);
+}
+
+#[tokio::test]
+async fn blocking_send_returns_the_task_as_it_stands_at_the_deadline() {
+    // The Lambda deployment sets the deadline under API Gateway's 29 s; here 300 ms against an
+    // agent that works ~1.5 s.
+    let a = agent_with(Setup { blocking_timeout: Some(Duration::from_millis(300)), ..Default::default() }).await;
+    let started = std::time::Instant::now();
+    let v = a.rpc("SendMessage", json!({"message": msg("test-resubscribe-message-id-deadline", "x")})).await;
+    let waited = started.elapsed();
+    assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_WORKING", "{v}");
+    assert!(waited >= Duration::from_millis(300), "{waited:?}");
+    // The task goes on and completes; GetTask shows it.
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    let id = v["result"]["task"]["id"].as_str().unwrap();
+    let v = a.rpc("GetTask", json!({"id": id})).await;
+    assert_eq!(v["result"]["status"]["state"], "TASK_STATE_COMPLETED");
 }
