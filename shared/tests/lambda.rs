@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::convert::Infallible;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +19,7 @@ use a2a::lambda::{Deps, LambdaSettings};
 use a2a::webhook::AllowList;
 use aws_lambda_events::event::sqs::SqsEvent;
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
+use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
 const TASK_ID: &str = "ef9f775b-88b9-5707-8613-11ab00b8d6bb";
@@ -123,27 +121,6 @@ async fn pump(w: &World) -> usize {
     got.messages().len()
 }
 
-async fn receiver(hits: Arc<AtomicUsize>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let hits = hits.clone();
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |_r: hyper::Request<hyper::body::Incoming>| {
-                    hits.fetch_add(1, Ordering::SeqCst);
-                    async { Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::new()))) }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    url
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_fixture_through_its_function() {
     if !common::aws_available() {
@@ -214,8 +191,7 @@ async fn streaming_and_push_delivery_end_to_end() {
     if !common::aws_available() {
         return;
     }
-    let hits = Arc::new(AtomicUsize::new(0));
-    let hook = receiver(hits.clone()).await;
+    let (hook, hits) = common::webhook_receiver(vec![]).await;
     let w = Arc::new(world("127.0.0.1/32").await);
     // http-stream for a new message: the runner (pumped here as SQS would) produces the events the
     // stream polls from the table.
@@ -262,43 +238,7 @@ async fn streaming_and_push_delivery_end_to_end() {
     let resp = deliver_pushes(&w.http, batch).await;
     let failed: Vec<&str> = resp.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
     assert_eq!(failed, ["0a0b0c0d-0000-4000-8000-000000000002"], "only the poison record fails");
-    assert!(hits.load(Ordering::SeqCst) >= 1, "the fixture's event reached the webhook");
-}
-
-/// A webhook receiver that answers the statuses of `script` in turn (then 200) and records each
-/// hit's time, headers and body.
-async fn scripted_receiver(
-    script: Vec<u16>,
-) -> (String, Arc<parking_lot::Mutex<Vec<(std::time::Instant, http::HeaderMap, Value)>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    let hits = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    let script = Arc::new(parking_lot::Mutex::new(script.into_iter()));
-    let h = hits.clone();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let (h, script) = (h.clone(), script.clone());
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let (h, script) = (h.clone(), script.clone());
-                    async move {
-                        let (parts, body) = req.into_parts();
-                        let body: Value = serde_json::from_slice(&body.collect().await.unwrap().to_bytes()).unwrap();
-                        h.lock().push((std::time::Instant::now(), parts.headers, body));
-                        let status = script.lock().next().unwrap_or(200);
-                        Ok::<_, Infallible>(
-                            hyper::Response::builder().status(status).body(Full::new(Bytes::new())).unwrap(),
-                        )
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    (url, hits)
+    assert!(!hits.lock().is_empty(), "the fixture's event reached the webhook");
 }
 
 /// Plays the push queue's event source mapping for `rounds` receives: each batch goes to the
@@ -367,25 +307,25 @@ async fn push_delivery_retries_with_growing_delays_then_dead_letters() {
     // 500 three times, then 200: the first event is delivered on its fourth try, after growing
     // delays (the handler sets the message's visibility to the backoff: 1-2 s, 2-4 s, 4-8 s), and
     // the second event follows it, in order, with the config's headers.
-    let (url, hits) = scripted_receiver(vec![500, 500, 500]).await;
+    let (url, hits) = common::webhook_receiver(vec![500, 500, 500]).await;
     send_with_webhook(&w, "push-retry", &url).await;
     pump_pushes(&w, &push_url, 30).await;
     let hits = hits.lock().clone();
     assert_eq!(hits.len(), 5, "four tries of the first event, one of the second");
-    let gaps: Vec<f64> = hits.windows(2).take(3).map(|p| (p[1].0 - p[0].0).as_secs_f64()).collect();
+    let gaps: Vec<f64> = hits.windows(2).take(3).map(|p| (p[1].at - p[0].at).as_secs_f64()).collect();
     assert!(gaps[0] >= 0.9 && gaps[1] > gaps[0] && gaps[2] > gaps[1], "growing delays: {gaps:?}");
     let kinds: Vec<&str> =
-        hits.iter().map(|(_, _, b)| if b.get("artifactUpdate").is_some() { "artifact" } else { "status" }).collect();
+        hits.iter().map(|h| if h.body.get("artifactUpdate").is_some() { "artifact" } else { "status" }).collect();
     assert_eq!(kinds, ["artifact", "artifact", "artifact", "artifact", "status"], "in order");
-    for (_, headers, _) in &hits {
-        assert_eq!(headers["authorization"], "Bearer s3cret");
-        assert_eq!(headers["a2a-notification-token"], "tok-9");
+    for h in &hits {
+        assert_eq!(h.headers["authorization"], "Bearer s3cret");
+        assert_eq!(h.headers["a2a-notification-token"], "tok-9");
     }
 
     // Always 503: after the queue's maxReceiveCount (3) the notification is in the dead-letter queue.
     let w = world_with("127.0.0.1/32", 3).await;
     let push_url = w.http.push_queue_url.clone().unwrap();
-    let (url, hits) = scripted_receiver(vec![503; 100]).await;
+    let (url, hits) = common::webhook_receiver(vec![503; 100]).await;
     send_with_webhook(&w, "push-dead", &url).await;
     pump_pushes(&w, &push_url, 30).await;
     let dlq = w.sqs.get_queue_url().queue_name(format!("{}-push-dlq.fifo", w.http.store.table())).send().await.unwrap();

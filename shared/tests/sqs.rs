@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +19,6 @@ use a2a::ports::Job;
 use a2a::webhook::{AllowList, RetryPolicy};
 use async_trait::async_trait;
 use bytes::Bytes;
-use http_body_util::Full;
 use serde_json::{json, Value};
 
 struct Counting(Arc<AtomicUsize>);
@@ -109,38 +107,12 @@ async fn duplicates_and_redeliveries_run_the_agent_once() {
     assert_eq!(task["result"]["artifacts"].as_array().unwrap().len(), 1);
 }
 
-async fn always_failing_webhook(hits: Arc<AtomicUsize>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/hook", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let hits = hits.clone();
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |_req: hyper::Request<hyper::body::Incoming>| {
-                    hits.fetch_add(1, Ordering::SeqCst);
-                    async {
-                        Ok::<_, Infallible>(
-                            hyper::Response::builder().status(500).body(Full::new(Bytes::new())).unwrap(),
-                        )
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    url
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_push_lands_in_the_dead_letter_queue() {
     if !common::aws_available() {
         return;
     }
-    let hits = Arc::new(AtomicUsize::new(0));
-    let url = always_failing_webhook(hits.clone()).await;
+    let (url, hits) = common::webhook_receiver(vec![500; 100]).await;
     let table = format!("dlq-{}", uuid::Uuid::new_v4().simple());
     let a = aws_agent(&table, Arc::new(Counting(Arc::new(AtomicUsize::new(0)))), 3).await;
     let params = json!({"message": {"messageId": "push-me", "role": "ROLE_USER", "parts": [{"text": "hi"}]},
@@ -175,7 +147,7 @@ async fn failing_push_lands_in_the_dead_letter_queue() {
     let seqs: Vec<u64> =
         dead.iter().map(|b| serde_json::from_str::<Value>(b).unwrap()["seq"].as_u64().unwrap()).collect();
     assert_eq!(seqs, [1, 2]);
-    assert_eq!(hits.load(Ordering::SeqCst), 6);
+    assert_eq!(hits.lock().len(), 6);
 }
 
 /// Works for `0` seconds without a word, then completes; counts its runs.

@@ -18,14 +18,34 @@ use crate::adapters::aws::sqs::{attempt_of, attempt_push};
 use crate::engine::Runner;
 use crate::ports::Job;
 
-fn failure(id: &str) -> BatchItemFailure {
-    let mut f = BatchItemFailure::default();
-    f.item_identifier = id.to_string();
-    f
+/// The failures of one FIFO batch: once a record of a group fails, the later records of that
+/// group are failed unprocessed, so the group comes back in order.
+#[derive(Default)]
+struct FifoBatch {
+    failed_groups: HashSet<String>,
+    response: SqsBatchResponse,
 }
 
-fn group_of(record: &SqsMessage) -> String {
-    record.attributes.get("MessageGroupId").cloned().unwrap_or_default()
+impl FifoBatch {
+    fn group_of(record: &SqsMessage) -> String {
+        record.attributes.get("MessageGroupId").cloned().unwrap_or_default()
+    }
+
+    /// True (and the record is failed) when an earlier record of its group failed.
+    fn blocked(&mut self, record: &SqsMessage) -> bool {
+        let blocked = self.failed_groups.contains(&Self::group_of(record));
+        if blocked {
+            self.fail(record);
+        }
+        blocked
+    }
+
+    fn fail(&mut self, record: &SqsMessage) {
+        let mut f = BatchItemFailure::default();
+        f.item_identifier = record.message_id.clone().unwrap_or_default();
+        self.response.batch_item_failures.push(f);
+        self.failed_groups.insert(Self::group_of(record));
+    }
 }
 
 /// Visibility a running job keeps renewing (the function's timeout must stay below the queue's
@@ -56,22 +76,18 @@ fn heartbeat(sqs: aws_sdk_sqs::Client, url: Option<String>, receipt: Option<Stri
 
 /// Runs every job of a work-queue batch, in order within each task's group.
 pub async fn run_tasks(deps: &Deps, runner: &Runner, event: SqsEvent) -> SqsBatchResponse {
-    let mut failed_groups = HashSet::new();
-    let mut response = SqsBatchResponse::default();
+    let mut batch = FifoBatch::default();
     for record in event.records {
-        let id = record.message_id.clone().unwrap_or_default();
-        let group = group_of(&record);
-        if failed_groups.contains(&group) {
-            response.batch_item_failures.push(failure(&id));
+        if batch.blocked(&record) {
             continue;
         }
+        let id = record.message_id.clone().unwrap_or_default();
         let job: Job = match serde_json::from_str(record.body.as_deref().unwrap_or_default()) {
             Ok(job) => job,
             Err(e) => {
                 // A poison message: fail it so that it ends in the dead-letter queue for a look.
                 tracing::error!(message_id = id, error = %e, "unreadable job");
-                response.batch_item_failures.push(failure(&id));
-                failed_groups.insert(group);
+                batch.fail(&record);
                 continue;
             }
         };
@@ -81,25 +97,21 @@ pub async fn run_tasks(deps: &Deps, runner: &Runner, event: SqsEvent) -> SqsBatc
         stop.cancel();
         if let Err(e) = result {
             tracing::error!(message_id = id, error = %e, "job failed; it will be retried");
-            response.batch_item_failures.push(failure(&id));
-            failed_groups.insert(group);
+            batch.fail(&record);
         }
     }
-    response
+    batch.response
 }
 
 /// Attempts every delivery of a push-queue batch; a failure sets the record's visibility to its
 /// backoff delay before reporting it, so the retry waits as long as the policy says.
 pub async fn deliver_pushes(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
-    let mut failed_groups = HashSet::new();
-    let mut response = SqsBatchResponse::default();
+    let mut batch = FifoBatch::default();
     for record in event.records {
-        let id = record.message_id.clone().unwrap_or_default();
-        let group = group_of(&record);
-        if failed_groups.contains(&group) {
-            response.batch_item_failures.push(failure(&id));
+        if batch.blocked(&record) {
             continue;
         }
+        let id = record.message_id.clone().unwrap_or_default();
         let outcome = attempt_push(
             deps.store.as_ref(),
             deps.store.as_ref(),
@@ -120,10 +132,9 @@ pub async fn deliver_pushes(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
         if let (Some(delay), Some(url), Some(receipt)) = (retry_in, &deps.push_queue_url, &record.receipt_handle) {
             set_visibility(&deps.sqs, url, receipt, delay).await;
         }
-        response.batch_item_failures.push(failure(&id));
-        failed_groups.insert(group);
+        batch.fail(&record);
     }
-    response
+    batch.response
 }
 
 /// Runs the task-runner function until the runtime stops it.

@@ -34,3 +34,49 @@ pub async fn dynamo_store(secret: &str) -> Arc<DynamoStore> {
 pub async fn sqs_client() -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::new(&sdk_config().await)
 }
+
+/// One request a [`webhook_receiver`] got.
+#[derive(Clone, Debug)]
+pub struct Hit {
+    pub at: std::time::Instant,
+    pub headers: http::HeaderMap,
+    pub body: serde_json::Value,
+}
+
+pub type Hits = Arc<parking_lot::Mutex<Vec<Hit>>>;
+
+/// A webhook receiver on 127.0.0.1: answers the statuses of `script` in turn (then 200) and records
+/// every request.
+pub async fn webhook_receiver(script: Vec<u16>) -> (String, Hits) {
+    use http_body_util::{BodyExt, Full};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let hits: Hits = Arc::default();
+    let script = Arc::new(parking_lot::Mutex::new(script.into_iter()));
+    let h = hits.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (h, script) = (h.clone(), script.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let (h, script) = (h.clone(), script.clone());
+                    async move {
+                        let (parts, body) = req.into_parts();
+                        let bytes = body.collect().await.unwrap().to_bytes();
+                        let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+                        h.lock().push(Hit { at: std::time::Instant::now(), headers: parts.headers, body });
+                        let status = script.lock().next().unwrap_or(200);
+                        let resp =
+                            hyper::Response::builder().status(status).body(Full::new(bytes::Bytes::new())).unwrap();
+                        Ok::<_, std::convert::Infallible>(resp)
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (url, hits)
+}

@@ -289,6 +289,23 @@ impl DynamoStore {
         Ok(Some(Read::Whole(Box::new(loaded))))
     }
 
+    /// One item of a task's partition (strongly consistent).
+    async fn get_one(&self, task_id: &str, sk: String) -> Result<Option<Item>> {
+        let resp = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .key("PK", s(pk(task_id)))
+            .key("SK", s(sk))
+            .consistent_read(true)
+            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+            .send()
+            .await
+            .map_err(|e| dynamo_err("GetItem", e))?;
+        self.meter.read(resp.item().map(item_size).unwrap_or(1), true);
+        Ok(resp.item().cloned())
+    }
+
     async fn transact(&self, puts: Vec<(Item, Option<(String, Item)>)>) -> std::result::Result<(), Conflict> {
         let sizes: Vec<usize> = puts.iter().map(|(i, _)| item_size(i)).collect();
         let metas: Vec<usize> = puts
@@ -463,19 +480,8 @@ impl TaskStore for DynamoStore {
     }
 
     async fn event(&self, task_id: &str, seq: u64) -> Result<Option<EventRecord>> {
-        let resp = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("PK", s(pk(task_id)))
-            .key("SK", s(format!("E#{seq:010}")))
-            .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(|e| dynamo_err("GetItem", e))?;
-        self.meter.read(resp.item().map(item_size).unwrap_or(1), true);
-        resp.item().map(|i| Ok(EventRecord { seq, event: parse(get_s(i, "ev")?)? })).transpose()
+        let item = self.get_one(task_id, format!("E#{seq:010}")).await?;
+        item.map(|i| Ok(EventRecord { seq, event: parse(get_s(&i, "ev")?)? })).transpose()
     }
 
     async fn list(&self, query: &TaskQuery) -> Result<TaskPage> {
@@ -616,19 +622,7 @@ impl PushConfigStore for DynamoStore {
     }
 
     async fn get(&self, task_id: &str, id: &str) -> Result<Option<TaskPushNotificationConfig>> {
-        let resp = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .key("PK", s(pk(task_id)))
-            .key("SK", s(format!("P#{id}")))
-            .consistent_read(true)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
-            .send()
-            .await
-            .map_err(|e| dynamo_err("GetItem", e))?;
-        self.meter.read(resp.item().map(item_size).unwrap_or(1), true);
-        resp.item().map(|i| parse(get_s(i, "cfg")?)).transpose()
+        self.get_one(task_id, format!("P#{id}")).await?.map(|i| parse(get_s(&i, "cfg")?)).transpose()
     }
 
     async fn list(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>> {
