@@ -89,6 +89,20 @@ async fn world_with(webhook: &str, push_attempts: u32) -> World {
     World { http, runner, sqs, work_url }
 }
 
+/// The event the SQS event source mapping would hand a function for these received messages.
+fn sqs_event(messages: &[aws_sdk_sqs::types::Message]) -> SqsEvent {
+    let records: Vec<Value> = messages
+        .iter()
+        .map(|m| {
+            let attrs: serde_json::Map<String, Value> =
+                m.attributes().into_iter().flatten().map(|(k, v)| (k.as_str().to_string(), json!(v))).collect();
+            json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(), "attributes": attrs,
+                   "messageAttributes": {}, "eventSource": "aws:sqs", "awsRegion": "us-east-1"})
+        })
+        .collect();
+    serde_json::from_value(json!({"Records": records})).unwrap()
+}
+
 /// Plays the SQS event source mapping for the task runner: receives a batch, hands it to the
 /// handler, deletes what succeeded. Returns the number of records handled.
 async fn pump(w: &World) -> usize {
@@ -102,18 +116,7 @@ async fn pump(w: &World) -> usize {
         .send()
         .await
         .unwrap();
-    let records: Vec<Value> = got
-        .messages()
-        .iter()
-        .map(|m| {
-            let attrs: serde_json::Map<String, Value> =
-                m.attributes().into_iter().flatten().map(|(k, v)| (k.as_str().to_string(), json!(v))).collect();
-            json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(), "attributes": attrs,
-                   "messageAttributes": {}, "eventSource": "aws:sqs", "awsRegion": "us-east-1"})
-        })
-        .collect();
-    let event: SqsEvent = serde_json::from_value(json!({"Records": records})).unwrap();
-    let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), event).await;
+    let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), sqs_event(got.messages())).await;
     assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
     for m in got.messages() {
         w.sqs.delete_message().queue_url(&w.work_url).receipt_handle(m.receipt_handle().unwrap()).send().await.unwrap();
@@ -258,17 +261,7 @@ async fn pump_pushes(w: &World, push_url: &str, rounds: usize) {
         if got.messages().is_empty() {
             continue;
         }
-        let records: Vec<Value> = got
-            .messages()
-            .iter()
-            .map(|m| {
-                let attrs: serde_json::Map<String, Value> =
-                    m.attributes().into_iter().flatten().map(|(k, v)| (k.as_str().to_string(), json!(v))).collect();
-                json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(), "attributes": attrs,
-                       "messageAttributes": {}, "eventSource": "aws:sqs", "awsRegion": "us-east-1"})
-            })
-            .collect();
-        let resp = deliver_pushes(&w.http, serde_json::from_value(json!({"Records": records})).unwrap()).await;
+        let resp = deliver_pushes(&w.http, sqs_event(got.messages())).await;
         for m in got.messages() {
             if !resp.batch_item_failures.iter().any(|f| Some(f.item_identifier.as_str()) == m.message_id()) {
                 w.sqs
