@@ -65,7 +65,7 @@ def main():
         times = [t for t in (measure(binary, port) for _ in range(runs)) if t is not None]
         size = binary.stat().st_size / (1024 * 1024)
         init = f"{statistics.median(times):.1f} ms" if times else "did not poll"
-        print(f"| {binary.parent.name} | {size:.1f} MB | {init} |")
+        print(f"| {binary.parent.name} | {size:.1f} MiB | {init} |")
     server.shutdown()
 
 
