@@ -121,6 +121,8 @@ pub struct CardService {
     extended: Option<AgentCard>,
     pub max_age: u32,
     pub last_modified: DateTime<Utc>,
+    /// `last_modified` as an HTTP date, formatted once.
+    pub last_modified_http: String,
 }
 
 impl CardService {
@@ -161,7 +163,8 @@ impl CardService {
         });
         let v1 = ServedCard::new(&serde_json::to_value(&card).unwrap_or_default());
         let v03 = ServedCard::new(&v03::card_to_wire(&card));
-        Self { card, v1, v03, extended, max_age: 300, last_modified }
+        let last_modified_http = last_modified.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
+        Self { card, v1, v03, extended, max_age: 300, last_modified, last_modified_http }
     }
 
     pub fn served(&self, version: Version) -> &ServedCard {

@@ -241,12 +241,6 @@ impl fmt::Display for A2aError {
 
 impl std::error::Error for A2aError {}
 
-impl From<serde_json::Error> for A2aError {
-    fn from(e: serde_json::Error) -> Self {
-        Self::invalid_params(e.to_string())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -136,13 +136,12 @@ impl Service {
         };
         let cards = &self.engine.card;
         let served = cards.served(version);
-        let last_modified = cards.last_modified.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
         let not_modified =
             parts.headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| served.matches(v));
         let builder = Response::builder()
             .header(header::CACHE_CONTROL, format!("public, max-age={}", cards.max_age))
             .header(header::ETAG, served.etag.as_str())
-            .header(header::LAST_MODIFIED, last_modified)
+            .header(header::LAST_MODIFIED, cards.last_modified_http.as_str())
             .header(header::VARY, "A2A-Version");
         let response = if not_modified {
             builder.status(StatusCode::NOT_MODIFIED).body(Body::Full(Bytes::new()))

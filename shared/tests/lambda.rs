@@ -321,9 +321,8 @@ async fn push_delivery_retries_with_growing_delays_then_dead_letters() {
     let (url, hits) = common::webhook_receiver(vec![503; 100]).await;
     send_with_webhook(&w, "push-dead", &url).await;
     pump_pushes(&w, &push_url, 30).await;
-    let dlq = w.sqs.get_queue_url().queue_name(format!("{}-push-dlq.fifo", w.http.store.table())).send().await.unwrap();
-    let dead =
-        w.sqs.receive_message().queue_url(dlq.queue_url().unwrap()).max_number_of_messages(10).send().await.unwrap();
+    let dlq = common::queue_url(&w.sqs, &format!("{}-push-dlq.fifo", w.http.store.table())).await;
+    let dead = w.sqs.receive_message().queue_url(&dlq).max_number_of_messages(10).send().await.unwrap();
     // Both events (artifact, then COMPLETED), each after exactly three tries, in group order.
     assert_eq!(dead.messages().len(), 2);
     let seqs: Vec<u64> = dead

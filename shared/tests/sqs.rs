@@ -121,15 +121,7 @@ async fn failing_push_lands_in_the_dead_letter_queue() {
     assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
 
     let sqs = common::sqs_client().await;
-    let dlq = sqs
-        .get_queue_url()
-        .queue_name(format!("{table}-push-dlq.fifo"))
-        .send()
-        .await
-        .unwrap()
-        .queue_url()
-        .unwrap()
-        .to_string();
+    let dlq = common::queue_url(&sqs, &format!("{table}-push-dlq.fifo")).await;
     let mut dead = Vec::new();
     for _ in 0..60 {
         let got =
@@ -181,15 +173,7 @@ async fn heartbeats_keep_a_long_job_from_being_redelivered() {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     // The job was deleted once done: nothing is left on the work queue.
     let sqs = common::sqs_client().await;
-    let url = sqs
-        .get_queue_url()
-        .queue_name(format!("{table}-work.fifo"))
-        .send()
-        .await
-        .unwrap()
-        .queue_url()
-        .unwrap()
-        .to_string();
+    let url = common::queue_url(&sqs, &format!("{table}-work.fifo")).await;
     let attrs = sqs
         .get_queue_attributes()
         .queue_url(&url)

@@ -112,12 +112,6 @@ pub struct CallContext {
     pub last_event_id: Option<u64>,
 }
 
-impl CallContext {
-    pub fn new(principal: Principal) -> Self {
-        Self { principal, version: Version::V1_0, extensions: Vec::new(), last_event_id: None }
-    }
-}
-
 /// Commits agent events and fans them out. Shared by the runner, the executor's sink and the
 /// operations that change tasks themselves (SendMessage, CancelTask).
 pub struct Recorder {

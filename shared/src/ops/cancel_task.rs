@@ -41,15 +41,12 @@ pub async fn cancel_task(engine: &Engine, ctx: &CallContext, req: CancelTaskRequ
         };
         let _ = future::select(std::pin::pin!(stopped), engine.clock.sleep(engine.config.cancel_timeout)).await;
     }
-    let current = engine.store.load(&req.id).await?.ok_or_else(|| A2aError::task_not_found(&req.id))?;
-    if !current.state().is_terminal() {
-        let cancel = vec![AgentEvent::Status { state: TaskState::Canceled, message: None }];
-        match engine.recorder.record(&req.id, cancel).await {
-            Ok(_) => {}
-            // The executor finished in the meantime: the task is terminal either way.
-            Err(e) if e.kind == ErrorKind::UnsupportedOperation => {}
-            Err(e) => return Err(e),
-        }
+    // Cancel it ourselves unless it already ended (the fold refuses events on a terminal task).
+    let cancel = vec![AgentEvent::Status { state: TaskState::Canceled, message: None }];
+    match engine.recorder.record(&req.id, cancel).await {
+        Ok(_) => {}
+        Err(e) if e.kind == ErrorKind::UnsupportedOperation => {}
+        Err(e) => return Err(e),
     }
     let task = engine.store.load(&req.id).await?.ok_or_else(|| A2aError::task_not_found(&req.id))?.task;
     if task.status.state != TaskState::Canceled {

@@ -35,6 +35,11 @@ pub async fn sqs_client() -> aws_sdk_sqs::Client {
     aws_sdk_sqs::Client::new(&sdk_config().await)
 }
 
+/// The URL of queue `name` on moto.
+pub async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> String {
+    sqs.get_queue_url().queue_name(name).send().await.unwrap().queue_url().unwrap().to_string()
+}
+
 /// One request a [`webhook_receiver`] got.
 #[derive(Clone, Debug)]
 pub struct Hit {
