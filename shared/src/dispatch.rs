@@ -33,11 +33,19 @@ pub enum Output {
     Stream(ResponseStream),
 }
 
-pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<Output> {
-    Ok(match op {
-        Op::SendMessage(r) => Output::SendMessage(ops::send_message(engine, ctx, r).await?),
+/// Runs `op`. A task result comes with the sequence number of the last event it reflects (sent as
+/// the [`crate::sse::TASK_SEQ_HEADER`] header, so that an edge hub can continue from there).
+pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<(Output, Option<u64>)> {
+    let output = match op {
+        Op::SendMessage(r) => {
+            let (response, seq) = ops::send_message(engine, ctx, r).await?;
+            return Ok((Output::SendMessage(response), seq));
+        }
+        Op::GetTask(r) => {
+            let (task, seq) = ops::get_task(engine, ctx, r).await?;
+            return Ok((Output::Task(task), Some(seq)));
+        }
         Op::SendStreamingMessage(r) => Output::Stream(ops::send_streaming_message(engine, ctx, r).await?),
-        Op::GetTask(r) => Output::Task(ops::get_task(engine, ctx, r).await?),
         Op::ListTasks(r) => Output::ListTasks(ops::list_tasks(engine, ctx, r).await?),
         Op::CancelTask(r) => Output::Task(ops::cancel_task(engine, ctx, r).await?),
         Op::SubscribeToTask(r) => Output::Stream(ops::subscribe_to_task(engine, ctx, r).await?),
@@ -49,7 +57,8 @@ pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<Out
             Output::Empty
         }
         Op::GetExtendedCard => Output::Card(ops::get_extended_card(engine, ctx)?),
-    })
+    };
+    Ok((output, None))
 }
 
 /// Decodes JSON into `T`, turning serde's complaint into InvalidParams naming the field path

@@ -89,7 +89,7 @@ impl Service {
         }
         let path = parts.uri.path();
         if path == WELL_KNOWN_PATH || path == LEGACY_WELL_KNOWN_PATH {
-            return self.agent_card(&parts);
+            return card_response(&self.engine.card, &parts);
         }
         match binding_of(path) {
             Binding::JsonRpc if parts.method == Method::POST => crate::jsonrpc::handle(self, &parts, body).await,
@@ -125,31 +125,34 @@ impl Service {
         version::check_required_extensions(&self.engine.card.card.capabilities.extensions, &extensions)?;
         Ok(CallContext { principal, version, extensions, last_event_id: crate::sse::last_event_id(&parts.headers) })
     }
+}
 
-    fn agent_card(&self, parts: &http::request::Parts) -> HttpResponse {
-        if parts.method != Method::GET && parts.method != Method::HEAD {
-            return rest_error(&A2aError::new(ErrorKind::MethodNotAllowed, "the agent card is served on GET"));
-        }
-        let version = match version::negotiate(&parts.headers, parts.uri.query()) {
-            Ok(v) => v,
-            Err(e) => return rest_error(&e),
-        };
-        let cards = &self.engine.card;
-        let served = cards.served(version);
-        let not_modified =
-            parts.headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| served.matches(v));
-        let builder = Response::builder()
-            .header(header::CACHE_CONTROL, format!("public, max-age={}", cards.max_age))
-            .header(header::ETAG, served.etag.as_str())
-            .header(header::LAST_MODIFIED, cards.last_modified_http.as_str())
-            .header(header::VARY, "A2A-Version");
-        let response = if not_modified {
-            builder.status(StatusCode::NOT_MODIFIED).body(Body::Full(Bytes::new()))
-        } else {
-            builder.status(StatusCode::OK).header(header::CONTENT_TYPE, JSON).body(Body::Full(served.body.clone()))
-        };
-        response.unwrap_or_else(|_| internal_response())
+/// Serves the public card of `cards` (GET or HEAD) in the negotiated version, with
+/// `Cache-Control`, a strong `ETag` (304 on `If-None-Match`), `Last-Modified` and `Vary`.
+pub fn card_response(cards: &crate::card::CardService, parts: &http::request::Parts) -> HttpResponse {
+    if parts.method != Method::GET && parts.method != Method::HEAD {
+        let mut resp = rest_error(&A2aError::new(ErrorKind::MethodNotAllowed, "the agent card is served on GET"));
+        resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, HEAD"));
+        return resp;
     }
+    let version = match version::negotiate(&parts.headers, parts.uri.query()) {
+        Ok(v) => v,
+        Err(e) => return rest_error(&e),
+    };
+    let served = cards.served(version);
+    let not_modified =
+        parts.headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| served.matches(v));
+    let builder = Response::builder()
+        .header(header::CACHE_CONTROL, format!("public, max-age={}", cards.max_age))
+        .header(header::ETAG, served.etag.as_str())
+        .header(header::LAST_MODIFIED, cards.last_modified_http.as_str())
+        .header(header::VARY, "A2A-Version");
+    let response = if not_modified {
+        builder.status(StatusCode::NOT_MODIFIED).body(Body::Full(Bytes::new()))
+    } else {
+        builder.status(StatusCode::OK).header(header::CONTENT_TYPE, JSON).body(Body::Full(served.body.clone()))
+    };
+    response.unwrap_or_else(|_| internal_response())
 }
 
 pub(crate) const JSON: &str = "application/json";
@@ -169,6 +172,31 @@ pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> HttpResponse {
         .header(header::CONTENT_TYPE, HeaderValue::from_static(JSON))
         .body(Body::Full(Bytes::from(body)))
         .unwrap_or_else(|_| internal_response())
+}
+
+/// Frames a stream of protocol events for `framing`, logging server-side failures.
+pub(crate) fn frame_stream(
+    events: crate::ops::ResponseStream,
+    framing: crate::sse::Framing,
+) -> BoxStream<'static, Bytes> {
+    use futures::StreamExt;
+    events
+        .map(move |item| match item {
+            Ok(item) => framing.event(item.seq, &item.event),
+            Err(e) => {
+                log_error(&e);
+                framing.error(&e)
+            }
+        })
+        .boxed()
+}
+
+/// Adds the [`crate::sse::TASK_SEQ_HEADER`] of a task result.
+pub(crate) fn with_task_seq(mut resp: HttpResponse, seq: Option<u64>) -> HttpResponse {
+    if let Some(seq) = seq {
+        resp.headers_mut().insert(crate::sse::TASK_SEQ_HEADER, HeaderValue::from(seq));
+    }
+    resp
 }
 
 pub(crate) fn sse_response(stream: BoxStream<'static, Bytes>, keep_alive: std::time::Duration) -> HttpResponse {

@@ -3,13 +3,16 @@
 //! carrying the request id.
 
 use bytes::Bytes;
-use futures::StreamExt;
 use http::StatusCode;
 use serde_json::{json, Value};
 
 use crate::dispatch::{call, decode, Op, Output};
 use crate::error::{A2aError, Result};
-use crate::http::{is_json_content_type, json_response, jsonrpc_error_response, sse_response, HttpResponse, Service};
+use crate::http::{
+    frame_stream, is_json_content_type, json_response, jsonrpc_error_response, sse_response, with_task_seq,
+    HttpResponse, Service,
+};
+use crate::sse::Framing;
 use crate::types::*;
 use crate::v03;
 use crate::version;
@@ -82,32 +85,17 @@ async fn dispatch(
     let (op, wire) = decode_op(method, params)?;
     let version = version::negotiate(&parts.headers, parts.uri.query())?;
     let ctx = service.call_context(parts, version)?;
-    let output = call(&service.engine, &ctx, op).await?;
+    let (output, seq) = call(&service.engine, &ctx, op).await?;
     let result = match (output, wire) {
         (Output::Stream(events), wire) => {
-            let id = id.clone();
-            let frames = events.map(move |item| match item {
-                Ok(item) => {
-                    let result = match wire {
-                        Wire::V1 => serde_json::to_value(&item.event).unwrap_or(Value::Null),
-                        Wire::V03 => serde_json::to_value(v03::Event::from(&item.event)).unwrap_or(Value::Null),
-                    };
-                    let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
-                    crate::sse::frame(item.seq, None, &body.to_string())
-                }
-                Err(e) => {
-                    crate::http::log_error(&e);
-                    let body = json!({"jsonrpc": "2.0", "id": id, "error": e.to_jsonrpc()});
-                    crate::sse::frame(None, None, &body.to_string())
-                }
-            });
-            return Ok(sse_response(frames.boxed(), service.limits.keep_alive));
+            let framing = Framing::JsonRpc { id: id.clone(), v03: wire == Wire::V03 };
+            return Ok(sse_response(frame_stream(events, framing), service.limits.keep_alive));
         }
         (output, Wire::V1) => encode_v1(output),
         (output, Wire::V03) => encode_v03(output),
     };
     let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
-    Ok(json_response(StatusCode::OK, serde_json::to_vec(&body).unwrap_or_default()))
+    Ok(with_task_seq(json_response(StatusCode::OK, serde_json::to_vec(&body).unwrap_or_default()), seq))
 }
 
 fn decode_op(method: &str, params: Value) -> Result<(Op, Wire)> {

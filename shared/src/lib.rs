@@ -10,6 +10,7 @@ pub mod adapters;
 pub mod auth;
 pub mod card;
 pub mod dispatch;
+pub mod edge;
 pub mod engine;
 pub mod error;
 pub mod executor;

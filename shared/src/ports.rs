@@ -65,8 +65,9 @@ impl TaskRecord {
     }
 }
 
-/// One entry of a task's event log; `seq` is gap-free and starts at 1.
-#[derive(Debug, Clone, PartialEq)]
+/// One entry of a task's event log; `seq` is gap-free and starts at 1. Its JSON form
+/// (`{"seq": 3, "event": {...}}`) is what the edge publish endpoint takes.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct EventRecord {
     pub seq: u64,
     pub event: StreamResponse,

@@ -3,13 +3,15 @@
 //! AIP-193 errors; SSE streams whose `data` is a StreamResponse (errors as `event: error`).
 
 use bytes::Bytes;
-use futures::StreamExt;
 use http::{header, HeaderValue, Method, StatusCode};
 use serde_json::{Map, Value};
 
 use crate::dispatch::{call, decode, Op, Output};
 use crate::error::{A2aError, ErrorKind, Result};
-use crate::http::{is_json_content_type, json_response, rest_error, sse_response, HttpResponse, Service};
+use crate::http::{
+    frame_stream, is_json_content_type, json_response, rest_error, sse_response, with_task_seq, HttpResponse, Service,
+};
+use crate::sse::Framing;
 use crate::types::TaskState;
 use crate::version::{self, Version};
 
@@ -137,17 +139,9 @@ async fn serve(
     }
     let ctx = service.call_context(parts, version)?;
     let op = decode_op(parts, body, route, tenant)?;
-    match call(&service.engine, &ctx, op).await? {
-        Output::Stream(events) => {
-            let frames = events.map(|item| match item {
-                Ok(item) => crate::sse::frame(item.seq, None, &serde_json::to_string(&item.event).unwrap_or_default()),
-                Err(e) => {
-                    crate::http::log_error(&e);
-                    crate::sse::frame(None, Some("error"), &e.to_rest().to_string())
-                }
-            });
-            Ok(sse_response(frames.boxed(), service.limits.keep_alive))
-        }
+    let (output, seq) = call(&service.engine, &ctx, op).await?;
+    match output {
+        Output::Stream(events) => Ok(sse_response(frame_stream(events, Framing::Rest), service.limits.keep_alive)),
         output => {
             let value = match output {
                 Output::SendMessage(r) => serde_json::to_vec(&r),
@@ -158,7 +152,8 @@ async fn serve(
                 Output::Card(c) => serde_json::to_vec(&c),
                 Output::Empty | Output::Stream(_) => Ok(b"{}".to_vec()),
             };
-            Ok(json_response(StatusCode::OK, value.map_err(|e| A2aError::internal(e.to_string()))?))
+            let body = value.map_err(|e| A2aError::internal(e.to_string()))?;
+            Ok(with_task_seq(json_response(StatusCode::OK, body), seq))
         }
     }
 }

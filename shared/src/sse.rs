@@ -1,10 +1,19 @@
 //! Server-Sent Events framing: `id:` carries the task's event sequence number so that a client can
-//! resume with `Last-Event-ID`; `: keep-alive` comments keep idle connections open.
+//! resume with `Last-Event-ID`; `: keep-alive` comments keep idle connections open. [`Framing`]
+//! writes protocol events in the shape of each binding (used by the origin and the edge alike).
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
+use serde_json::{json, Value};
+
+use crate::error::A2aError;
+use crate::types::StreamResponse;
+use crate::v03;
 
 pub const CONTENT_TYPE: &str = "text/event-stream";
+/// Response header of GetTask and SendMessage: the sequence number of the last task event the
+/// returned task reflects. An edge hub continues a stream right after it.
+pub const TASK_SEQ_HEADER: &str = "a2a-task-seq";
 pub const KEEP_ALIVE: &[u8] = b": keep-alive\n\n";
 /// Interval between keep-alive comments on an idle stream.
 pub const KEEP_ALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(15);
@@ -29,6 +38,39 @@ pub fn frame(id: Option<u64>, event: Option<&str>, data: &str) -> Bytes {
     }
     out.push('\n');
     Bytes::from(out)
+}
+
+/// How a binding writes stream events: HTTP+JSON sends the StreamResponse itself (errors as
+/// `event: error` with an AIP-193 body); JSON-RPC wraps each in a response carrying the request id,
+/// in the payload version of the method that opened the stream.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "binding", rename_all = "camelCase", rename_all_fields = "camelCase")]
+pub enum Framing {
+    Rest,
+    JsonRpc { id: Value, v03: bool },
+}
+
+impl Framing {
+    pub fn event(&self, seq: Option<u64>, event: &StreamResponse) -> Bytes {
+        match self {
+            Self::Rest => frame(seq, None, &serde_json::to_string(event).unwrap_or_default()),
+            Self::JsonRpc { id, v03 } => {
+                let result =
+                    if *v03 { serde_json::to_value(v03::Event::from(event)) } else { serde_json::to_value(event) };
+                let body = json!({"jsonrpc": "2.0", "id": id, "result": result.unwrap_or(Value::Null)});
+                frame(seq, None, &body.to_string())
+            }
+        }
+    }
+
+    pub fn error(&self, err: &A2aError) -> Bytes {
+        match self {
+            Self::Rest => frame(None, Some("error"), &err.to_rest().to_string()),
+            Self::JsonRpc { id, .. } => {
+                frame(None, None, &json!({"jsonrpc": "2.0", "id": id, "error": err.to_jsonrpc()}).to_string())
+            }
+        }
+    }
 }
 
 /// Parses `Last-Event-ID` (a decimal sequence number; anything else is ignored).

@@ -3,6 +3,7 @@
 //! Blocking by default: waits until the turn ends (terminal or interrupted state) or the blocking
 //! deadline passes, then returns the task as it stands. `returnImmediately` returns the SUBMITTED
 //! task at once. An agent that answers a new task with a message gets that message returned.
+//! A returned task comes with the sequence number of the last event it reflects.
 
 use std::sync::Arc;
 
@@ -18,7 +19,7 @@ pub async fn send_message(
     engine: &Arc<Engine>,
     ctx: &CallContext,
     req: SendMessageRequest,
-) -> Result<SendMessageResponse> {
+) -> Result<(SendMessageResponse, Option<u64>)> {
     let history_length = req.configuration.as_ref().and_then(|c| c.history_length);
     let return_immediately = req.configuration.as_ref().is_some_and(|c| c.return_immediately);
     let turn = start_turn(engine, ctx, req).await?;
@@ -26,7 +27,7 @@ pub async fn send_message(
     if return_immediately || (turn.duplicate && !turn.is_new_task) {
         let mut task = turn.snapshot;
         super::trim_history(&mut task, history_length, engine.config.default_history_length);
-        return Ok(SendMessageResponse::Task(task));
+        return Ok((SendMessageResponse::Task(task), Some(turn.start_seq)));
     }
 
     let mut events = follow(engine.store.clone(), engine.hub.clone(), &task_id, turn.start_seq);
@@ -44,10 +45,11 @@ pub async fn send_message(
     let deadline = engine.clock.sleep(engine.config.blocking_timeout);
     if let Either::Left((outcome, _)) = future::select(std::pin::pin!(wait), deadline).await {
         if let Some(message) = outcome? {
-            return Ok(SendMessageResponse::Message(message));
+            return Ok((SendMessageResponse::Message(message), None));
         }
     }
-    let mut task = engine.store.load(&task_id).await?.ok_or_else(|| A2aError::task_not_found(&task_id))?.task;
+    let rec = engine.store.load(&task_id).await?.ok_or_else(|| A2aError::task_not_found(&task_id))?;
+    let mut task = rec.task;
     super::trim_history(&mut task, history_length, engine.config.default_history_length);
-    Ok(SendMessageResponse::Task(task))
+    Ok((SendMessageResponse::Task(task), Some(rec.last_seq)))
 }

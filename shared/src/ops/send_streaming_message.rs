@@ -29,12 +29,11 @@ pub async fn send_streaming_message(
         // A repeated request: show the task as it stands, then whatever is still to come.
         let ended = snapshot.status.state.ends_turn();
         let task_id = snapshot.id.clone();
-        let opening = StreamItem { seq: None, event: StreamResponse::Task(snapshot) };
+        let opening = StreamItem { seq: Some(turn.start_seq), event: StreamResponse::Task(snapshot) };
         if ended {
             return Ok(stream::iter([Ok(opening)]).boxed());
         }
-        let rec = engine.store.load(&task_id).await?.ok_or_else(|| crate::error::A2aError::task_not_found(&task_id))?;
-        let rest = follow(engine.store.clone(), engine.hub.clone(), &task_id, rec.last_seq)
+        let rest = follow(engine.store.clone(), engine.hub.clone(), &task_id, turn.start_seq)
             .map(|r| r.map(|ev| StreamItem { seq: Some(ev.seq), event: ev.event }));
         return Ok(stream::iter([Ok(opening)]).chain(rest).boxed());
     }

@@ -15,7 +15,8 @@ use super::create_push_config::store_push_config;
 pub(super) struct Turn {
     /// The task right after the turn started (the first thing a stream shows).
     pub snapshot: Task,
-    /// Events after this sequence number belong to the turn.
+    /// The last event the snapshot reflects: events after it belong to the turn (or, for a
+    /// duplicate, are still to come).
     pub start_seq: u64,
     pub is_new_task: bool,
     /// The request repeats one already accepted: nothing new was started.
@@ -87,7 +88,7 @@ async fn new_task(
     }
     // The same principal sent this messageId before: answer about that task.
     let existing = engine.load_owned(ctx, &task_id).await?;
-    Ok(Turn { snapshot: existing.task, start_seq: 0, is_new_task: true, duplicate: true })
+    Ok(Turn { start_seq: existing.last_seq, snapshot: existing.task, is_new_task: true, duplicate: true })
 }
 
 async fn next_turn(engine: &Engine, ctx: &CallContext, mut message: Message) -> Result<Turn> {
