@@ -88,6 +88,7 @@ async fn main() {
         webhook_allow: Default::default(),
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(5),
+        edge: None,
     })
     .await
     .unwrap();

@@ -53,6 +53,8 @@ pub struct EmbeddedConfig {
     pub webhook_allow: AllowList,
     pub push_retry: RetryPolicy,
     pub push_timeout: Duration,
+    /// Also publish every event to this edge worker (its Durable Object hub serves the streams).
+    pub edge: Option<crate::adapters::edge_publisher::EdgeSettings>,
 }
 
 /// A running embedded agent.
@@ -183,12 +185,17 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
         config.auth.as_ref(),
         clock.now(),
     );
+    let local: Arc<dyn crate::ports::StreamHub> = Arc::new(MemoryHub::default());
+    let hub = match config.edge {
+        Some(edge) => crate::adapters::edge_publisher::EdgePublisher::start(local, edge)?,
+        None => local,
+    };
     let ports = EnginePorts {
         store: wiring.store,
         push_configs: wiring.push_configs,
         queue: wiring.queue,
         push_queue: Some(wiring.push_queue),
-        hub: Arc::new(MemoryHub::default()),
+        hub,
         clock,
         auth: config.auth,
         webhooks: Arc::new(DnsPolicy { allow: config.webhook_allow }),

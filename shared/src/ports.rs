@@ -188,6 +188,11 @@ pub trait StreamHub: Send + Sync {
     fn subscribe(&self, task_id: &str) -> BoxStream<'static, HubMessage>;
     /// The task ended: release what the hub holds for it.
     fn close(&self, task_id: &str);
+    /// Completes once everything published so far has left the process (hubs that forward events
+    /// elsewhere); short-lived hosts await it before an invocation ends.
+    fn flush(&self) -> BoxFuture<'static, ()> {
+        Box::pin(async {})
+    }
 }
 
 /// What a hub subscription yields.

@@ -39,6 +39,7 @@ fn world() -> &'static World {
                 webhook_allow: Default::default(),
                 push_retry: Default::default(),
                 push_timeout: Duration::from_secs(1),
+                edge: None,
             })
             .await
             .unwrap()

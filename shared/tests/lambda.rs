@@ -83,6 +83,7 @@ async fn world_with(webhook: &str, push_attempts: u32) -> World {
         webhook_allow: AllowList::parse(webhook).unwrap(),
         blocking_timeout: Duration::from_secs(10),
         push_timeout: Duration::from_secs(2),
+        edge: None,
     };
     let http = Deps::new(settings.clone(), None).await.unwrap();
     let runner = Deps::new(settings, Some(Arc::new(EchoAgent))).await.unwrap();

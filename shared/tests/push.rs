@@ -78,6 +78,7 @@ async fn agent(max_attempts: u32) -> Embedded {
         webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
         push_retry: RetryPolicy { max_attempts, base: Duration::from_millis(100), max_delay: Duration::from_secs(2) },
         push_timeout: Duration::from_secs(2),
+        edge: None,
     })
     .await
     .unwrap()

@@ -59,6 +59,7 @@ async fn agent_with(setup: Setup) -> Agent {
         webhook_allow: Default::default(),
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
+        edge: None,
     })
     .await
     .unwrap();

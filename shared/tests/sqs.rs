@@ -70,6 +70,7 @@ async fn aws_agent_with(
             max_delay: Duration::from_secs(1),
         },
         push_timeout: Duration::from_secs(2),
+        edge: None,
     })
     .await
     .unwrap()

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use a2a::adapters::aws::sqs::PollSettings;
 use a2a::adapters::aws::AwsSettings;
+use a2a::adapters::edge_publisher::EdgeSettings;
 use a2a::auth::{self, DEFAULT_API_KEY_HEADER};
 use a2a::card::{default_card, read_card_file};
 use a2a::embedded::{start, AwsOptions, Backend, EmbeddedConfig};
@@ -92,6 +93,13 @@ struct Args {
     /// Webhook request timeout, in seconds.
     #[arg(long, env = "A2A_PUSH_TIMEOUT", default_value_t = 10)]
     push_timeout: u64,
+    /// Edge worker base URL: every task event is also published there (signed with
+    /// --edge-publish-secret), so the worker's Durable Objects can serve the streams.
+    #[arg(long, env = "A2A_EDGE_URL", requires = "edge_publish_secret")]
+    edge_url: Option<String>,
+    /// Shared secret of the edge publish endpoint (the worker's PUBLISH_SECRET).
+    #[arg(long, env = "A2A_EDGE_PUBLISH_SECRET", hide_env_values = true)]
+    edge_publish_secret: Option<String>,
     #[arg(long, env = "A2A_LOG_FORMAT", value_enum, default_value = "human")]
     log_format: LogFormat,
 }
@@ -130,6 +138,8 @@ fn main() -> Result<(), String> {
                 poll: PollSettings::default(),
             }),
         };
+        let edge =
+            args.edge_url.as_deref().zip(args.edge_publish_secret.as_deref()).map(|(u, s)| EdgeSettings::new(u, s));
         let embedded = start(EmbeddedConfig {
             public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{bound}")),
             card,
@@ -146,6 +156,7 @@ fn main() -> Result<(), String> {
             webhook_allow,
             push_retry: RetryPolicy { max_attempts: args.push_max_attempts.max(1), ..RetryPolicy::default() },
             push_timeout: Duration::from_secs(args.push_timeout),
+            edge,
         })
         .await
         .map_err(|e| e.message)?;

@@ -4,5 +4,7 @@ pub mod memory;
 
 #[cfg(feature = "aws")]
 pub mod aws;
+#[cfg(feature = "push")]
+pub mod edge_publisher;
 #[cfg(feature = "runtime")]
 pub mod poll_hub;

@@ -82,6 +82,8 @@ pub async fn handle(service: &Service, serves: Endpoint, event: Request) -> Resp
         Some(refusal) => refusal,
         None => service.handle(req).await,
     };
+    // Events this call recorded (a new turn, a cancel) reach the edge before the container freezes.
+    service.engine.hub.flush().await;
     let (parts, body) = resp.into_parts();
     let bytes = match body {
         Body::Full(b) => b,

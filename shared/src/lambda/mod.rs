@@ -88,13 +88,16 @@ pub struct LambdaSettings {
     /// Longest wait of a blocking SendMessage (under API Gateway's 29 s).
     pub blocking_timeout: Duration,
     pub push_timeout: Duration,
+    /// Publish every event to this edge worker too (`EDGE_URL` + `EDGE_PUBLISH_SECRET`).
+    pub edge: Option<crate::adapters::edge_publisher::EdgeSettings>,
 }
 
 impl LambdaSettings {
     /// Reads `TABLE_NAME`, `TASK_QUEUE_URL`, `PUSH_QUEUE_URL`, `PAGE_TOKEN_SECRET`,
     /// `PUSH_MAX_ATTEMPTS`, `TASK_TTL_SECONDS` (see [`AwsSettings`]); `A2A_PUBLIC_URL`, `A2A_CARD`
     /// (a file) or `A2A_CARD_JSON`, `A2A_EXTENDED_CARD` or `A2A_EXTENDED_CARD_JSON`, `A2A_API_KEYS`,
-    /// `A2A_API_KEY_HEADER`, `WEBHOOK_ALLOW`, `BLOCKING_TIMEOUT_SECS` (25), `PUSH_TIMEOUT_SECS` (10).
+    /// `A2A_API_KEY_HEADER`, `WEBHOOK_ALLOW`, `BLOCKING_TIMEOUT_SECS` (25), `PUSH_TIMEOUT_SECS` (10),
+    /// `EDGE_URL` with `EDGE_PUBLISH_SECRET`.
     pub fn from_env() -> Result<Self> {
         let card_from = |json: &str, path: &str| -> Result<Option<crate::types::AgentCard>> {
             match (env(json), env(path)) {
@@ -115,6 +118,13 @@ impl LambdaSettings {
             webhook_allow: AllowList::parse(&env("WEBHOOK_ALLOW").unwrap_or_default())?,
             blocking_timeout: secs("BLOCKING_TIMEOUT_SECS", 25),
             push_timeout: secs("PUSH_TIMEOUT_SECS", 10),
+            edge: match (env("EDGE_URL"), env("EDGE_PUBLISH_SECRET")) {
+                (Some(url), Some(secret)) => Some(crate::adapters::edge_publisher::EdgeSettings::new(&url, &secret)),
+                (Some(_), None) => {
+                    return Err(A2aError::invalid_params("EDGE_URL is set but EDGE_PUBLISH_SECRET is not"))
+                }
+                _ => None,
+            },
         })
     }
 }
@@ -164,9 +174,12 @@ impl Deps {
             clock.now(),
         );
         // The runner publishes to an in-process hub nobody else reads; every other function follows
-        // the event log by polling the table (until an edge hub is configured).
-        let hub: Arc<dyn StreamHub> =
+        // the event log by polling the table. With an edge worker, every event also goes there.
+        let mut hub: Arc<dyn StreamHub> =
             if executor.is_some() { Arc::new(MemoryHub::default()) } else { Arc::new(PollingHub::default()) };
+        if let Some(edge) = settings.edge {
+            hub = crate::adapters::edge_publisher::EdgePublisher::start(hub, edge)?;
+        }
         let ports = EnginePorts {
             store: store.clone(),
             push_configs: store.clone(),

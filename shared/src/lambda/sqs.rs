@@ -100,6 +100,7 @@ pub async fn run_tasks(deps: &Deps, runner: &Runner, event: SqsEvent) -> SqsBatc
             batch.fail(&record);
         }
     }
+    deps.engine.hub.flush().await;
     batch.response
 }
 
