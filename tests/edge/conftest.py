@@ -1,0 +1,105 @@
+"""Starts the edge end to end on 127.0.0.1: `a2a-local` (the origin, publishing every event to the
+edge) and `wrangler dev` running the built worker with its Durable Object. Needs $A2A_LOCAL_BIN and
+`wrangler` on PATH (scripts/test sources the edge toolchain's env)."""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKER = ROOT / "functions" / "edge-worker"
+KEYS = {"alice": "key-alice", "bob": "key-bob"}
+SECRET = "edge-test-secret"
+CARD = '{"name": "Edge test agent", "description": "Served from the edge."}'
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def anyio_backend():
+    return "asyncio"
+
+
+def wait_ready(url, procs, what, seconds):
+    for _ in range(seconds * 10):  # bounded
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        for p in procs:
+            if p.poll() is not None:
+                raise RuntimeError(f"{what}: a process exited early (see its log)")
+        time.sleep(0.1)
+    raise RuntimeError(f"{what} did not start in {seconds} s")
+
+
+@pytest.fixture(scope="session")
+def edge():
+    """Yields (edge base URL, origin base URL)."""
+    binary = os.environ.get("A2A_LOCAL_BIN")
+    if not binary:
+        pytest.fail("A2A_LOCAL_BIN is not set (run through scripts/test)")
+    if not shutil.which("wrangler") or not (WORKER / "build" / "index.js").exists():
+        pytest.fail("wrangler or the built worker is missing (run scripts/edge-toolchain and scripts/edge-build)")
+    logs = Path(os.environ.get("A2A_TEST_LOGS", tempfile.mkdtemp()))
+    logs.mkdir(parents=True, exist_ok=True)
+    origin_port, edge_port = free_port(), free_port()
+    origin, base = f"http://127.0.0.1:{origin_port}", f"http://127.0.0.1:{edge_port}"
+    state = tempfile.mkdtemp(prefix="a2a-edge-state-")
+    local = subprocess.Popen(
+        [
+            binary,
+            "--addr", f"127.0.0.1:{origin_port}",
+            "--agent", "conformance",
+            "--api-keys", ",".join(f"{p}:{k}" for p, k in KEYS.items()),
+            "--public-url", base,
+            "--edge-url", base,
+            "--edge-publish-secret", SECRET,
+        ],
+        stdout=open(logs / "edge-origin.log", "w"),
+        stderr=subprocess.STDOUT,
+    )
+    wrangler = subprocess.Popen(
+        [
+            "wrangler", "dev",
+            "--ip", "127.0.0.1",
+            "--port", str(edge_port),
+            "--inspector-port", str(free_port()),
+            "--persist-to", state,
+            "--show-interactive-dev-session=false",
+            "--var", f"ORIGIN_URL:{origin}",
+            "--var", f"PUBLISH_SECRET:{SECRET}",
+            "--var", f"AGENT_CARD:{CARD}",
+            "--var", "KEEP_ALIVE_SECS:1",
+        ],
+        cwd=WORKER,
+        stdout=open(logs / "edge-wrangler.log", "w"),
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, "CI": "1", "WRANGLER_SEND_METRICS": "false"},
+    )
+    try:
+        wait_ready(f"{origin}/.well-known/agent-card.json", [local], "a2a-local", 10)
+        wait_ready(f"{base}/.well-known/agent-card.json", [wrangler, local], "wrangler dev", 90)
+        yield base, origin
+    finally:
+        for p in (wrangler, local):
+            p.terminate()
+        for p in (wrangler, local):
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        shutil.rmtree(state, ignore_errors=True)
