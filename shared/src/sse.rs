@@ -111,4 +111,25 @@ mod tests {
         assert_eq!(&frame(Some(3), None, "{}")[..], b"id: 3\ndata: {}\n\n");
         assert_eq!(&frame(None, Some("error"), "a\nb")[..], b"event: error\ndata: a\ndata: b\n\n");
     }
+
+    #[test]
+    fn framing_per_binding() {
+        use crate::types::{TaskState, TaskStatus, TaskStatusUpdateEvent};
+        let status = TaskStatus { state: TaskState::Completed, message: None, timestamp: None };
+        let ev = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status,
+            metadata: None,
+        });
+        let rest = Framing::Rest.event(Some(4), &ev);
+        assert!(rest.starts_with(b"id: 4\ndata: {\"statusUpdate\":"), "{rest:?}");
+        let rpc = Framing::JsonRpc { id: json!("r"), v03: false }.event(Some(4), &ev);
+        assert!(String::from_utf8_lossy(&rpc).contains(r#""id":"r","result":{"statusUpdate""#));
+        let old = String::from_utf8_lossy(&Framing::JsonRpc { id: json!(1), v03: true }.event(None, &ev)).into_owned();
+        assert!(old.contains(r#""kind":"status-update""#) && old.contains(r#""final":true"#), "{old}");
+        let err = A2aError::task_not_found("t");
+        assert!(Framing::Rest.error(&err).starts_with(b"event: error\n"));
+        assert!(String::from_utf8_lossy(&Framing::JsonRpc { id: json!(1), v03: false }.error(&err)).contains("-32001"));
+    }
 }

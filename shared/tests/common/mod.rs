@@ -44,8 +44,11 @@ pub async fn queue_url(sqs: &aws_sdk_sqs::Client, name: &str) -> String {
 #[derive(Clone, Debug)]
 pub struct Hit {
     pub at: std::time::Instant,
+    pub path: String,
     pub headers: http::HeaderMap,
     pub body: serde_json::Value,
+    /// The body as received (for signature checks).
+    pub raw: bytes::Bytes,
 }
 
 pub type Hits = Arc<parking_lot::Mutex<Vec<Hit>>>;
@@ -70,7 +73,9 @@ pub async fn webhook_receiver(script: Vec<u16>) -> (String, Hits) {
                         let (parts, body) = req.into_parts();
                         let bytes = body.collect().await.unwrap().to_bytes();
                         let body = serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
-                        h.lock().push(Hit { at: std::time::Instant::now(), headers: parts.headers, body });
+                        let path = parts.uri.path().to_string();
+                        let at = std::time::Instant::now();
+                        h.lock().push(Hit { at, path, headers: parts.headers, body, raw: bytes.clone() });
                         let status = script.lock().next().unwrap_or(200);
                         let resp =
                             hyper::Response::builder().status(status).body(Full::new(bytes::Bytes::new())).unwrap();
