@@ -4,45 +4,26 @@ edge) and `wrangler dev` running the built worker with its Durable Object. Needs
 
 import os
 import shutil
-import socket
 import subprocess
+import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from support import free_port, wait_ready  # noqa: E402
+
 WORKER = ROOT / "functions" / "edge-worker"
 KEYS = {"alice": "key-alice", "bob": "key-bob"}
 SECRET = "edge-test-secret"
 CARD = '{"name": "Edge test agent", "description": "Served from the edge."}'
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="session")
 def anyio_backend():
     return "asyncio"
-
-
-def wait_ready(url, procs, what, seconds):
-    for _ in range(seconds * 10):  # bounded
-        try:
-            if httpx.get(url, timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        for p in procs:
-            if p.poll() is not None:
-                raise RuntimeError(f"{what}: a process exited early (see its log)")
-        time.sleep(0.1)
-    raise RuntimeError(f"{what} did not start in {seconds} s")
 
 
 @pytest.fixture(scope="session")

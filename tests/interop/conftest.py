@@ -1,8 +1,8 @@
 """Starts `a2a-local` (the binary in $A2A_LOCAL_BIN) on a free 127.0.0.1 port for the session."""
 
 import os
-import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -10,13 +10,10 @@ import httpx
 import pytest
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent))
+from support import free_port  # noqa: E402
+
 KEYS = {"alice": "key-alice", "bob": "key-bob"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

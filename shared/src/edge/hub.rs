@@ -135,10 +135,6 @@ pub struct Subscriber {
     done: bool,
 }
 
-fn ends_turn(ev: &StreamResponse) -> bool {
-    ev.state().is_some_and(|s| s.ends_turn())
-}
-
 impl Subscriber {
     /// Opens a stream on `log`: the frames to send at once, and the subscriber to keep feeding.
     pub fn start(spec: SubscribeSpec, log: &TaskLog) -> Result<(Self, Vec<Bytes>), Gap> {
@@ -174,7 +170,7 @@ impl Subscriber {
                 frames.push(self.framing.event(Some(opening.seq), &opening.event));
             }
             frames.push(self.framing.event(Some(ev.seq), &ev.event));
-            if ends_turn(&ev.event) && ev.seq == log_last {
+            if ev.event.ends_turn() && ev.seq == log_last {
                 self.done = true;
             }
         }

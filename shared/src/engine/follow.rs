@@ -8,7 +8,6 @@ use futures::stream::{self, BoxStream, StreamExt};
 
 use crate::error::Result;
 use crate::ports::{EventRecord, HubMessage, StreamHub, TaskStore};
-use crate::types::StreamResponse;
 
 pub type EventStream = BoxStream<'static, Result<EventRecord>>;
 
@@ -21,10 +20,6 @@ struct State {
     pending: VecDeque<EventRecord>,
     caught_up: bool,
     done: bool,
-}
-
-fn ends_turn(ev: &StreamResponse) -> bool {
-    ev.state().is_some_and(|s| s.ends_turn())
 }
 
 /// Events of `task_id` with `seq > after`, in order, until the task reaches a terminal or
@@ -51,7 +46,7 @@ pub fn follow(store: Arc<dyn TaskStore>, hub: Arc<dyn StreamHub>, task_id: &str,
                     continue;
                 }
                 st.last = ev.seq;
-                if ends_turn(&ev.event) && st.pending.is_empty() {
+                if ev.event.ends_turn() && st.pending.is_empty() {
                     st.done = true;
                     if ev.event.state().is_some_and(|s| s.is_terminal()) {
                         // Nothing follows a terminal state: drop the channel this subscription may

@@ -30,7 +30,10 @@ pub async fn send_message(
         return Ok((SendMessageResponse::Task(task), Some(turn.start_seq)));
     }
 
-    let mut events = follow(engine.store.clone(), engine.hub.clone(), &task_id, turn.start_seq);
+    // A repeated new-task request waits like the first one did: from the task's first event (so a
+    // direct message answer is found again, and an ended turn is seen at once).
+    let from = if turn.duplicate { 0 } else { turn.start_seq };
+    let mut events = follow(engine.store.clone(), engine.hub.clone(), &task_id, from);
     let wait = async {
         let mut first = true;
         while let Some(ev) = events.next().await {

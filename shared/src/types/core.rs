@@ -479,6 +479,11 @@ impl StreamResponse {
         }
     }
 
+    /// The event puts its task in a terminal or interrupted state: a stream of the turn ends here.
+    pub fn ends_turn(&self) -> bool {
+        self.state().is_some_and(|s| s.ends_turn())
+    }
+
     pub fn task_id(&self) -> &str {
         match self {
             Self::Task(t) => &t.id,
