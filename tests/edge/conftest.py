@@ -55,6 +55,7 @@ def edge():
     wrangler = subprocess.Popen(
         [
             "wrangler", "dev",
+            "--config", str(ROOT / "infra" / "wrangler.toml"),
             "--ip", "127.0.0.1",
             "--port", str(edge_port),
             "--inspector-port", str(free_port()),

@@ -1,0 +1,170 @@
+"""The SAM template is complete and least-privilege: every function crate is deployed with
+cargo-lambda, every `google.api.http` route of the A2A proto reaches the function of its operation,
+every queue has a dead-letter queue and an event source mapping with partial batch failures and a
+visibility timeout longer than its consumer's, and no IAM statement uses `*`.
+
+The proto is the normative a2a-v1.0.1.proto (copied here from the specification, Apache-2.0)."""
+
+import re
+from pathlib import Path
+
+import pytest
+from cfnlint.decode import decode
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE, errors = decode(str(ROOT / "infra" / "template.yaml"))
+assert not errors, errors
+RESOURCES = TEMPLATE["Resources"]
+GLOBALS = TEMPLATE["Globals"]["Function"]
+
+# The function of each non-streaming operation.
+OPERATION_FUNCTION = {
+    "SendMessage": "http-send-message",
+    "GetTask": "http-get-task",
+    "ListTasks": "http-list-tasks",
+    "CancelTask": "http-cancel-task",
+    "CreateTaskPushNotificationConfig": "http-create-push-config",
+    "GetTaskPushNotificationConfig": "http-get-push-config",
+    "ListTaskPushNotificationConfigs": "http-list-push-configs",
+    "DeleteTaskPushNotificationConfig": "http-delete-push-config",
+    "GetExtendedAgentCard": "http-extended-card",
+}
+STREAMING = {"SendStreamingMessage", "SubscribeToTask"}
+NOT_LAMBDA = {"local", "edge-worker"}
+
+
+def functions():
+    """crate name -> (logical id, resource) of every serverless function."""
+    out = {}
+    for name, res in RESOURCES.items():
+        if res["Type"] == "AWS::Serverless::Function":
+            out[res["Metadata"]["BuildProperties"]["Binary"]] = (name, res)
+    return out
+
+
+def proto_routes():
+    """(rpc, http method, path) of every google.api.http binding in the proto."""
+    text = (Path(__file__).parent / "a2a-v1.0.1.proto").read_text()
+    routes = []
+    for m in re.finditer(r"rpc (\w+)\(.*?\{(.*?)\n  \}", text, re.S):
+        rpc, body = m.group(1), m.group(2)
+        for method, path in re.findall(r"\b(get|post|put|delete|patch): \"([^\"]+)\"", body):
+            routes.append((rpc, method.upper(), path))
+    assert len(routes) >= 22, routes
+    return routes
+
+
+def api_route_key(method, path):
+    """API Gateway route key of a proto path: `{id=*}` → `{id}`; a variable with a `:verb` suffix
+    becomes the whole segment (API Gateway path variables are whole segments)."""
+    path = re.sub(r"\{(\w+)=\*\}", r"{\1}", path)
+    path = re.sub(r"\{(\w+)\}:\w+", r"{\1}", path)
+    path = path.replace("{task_id}", "{taskId}")
+    return f"{method} {path}"
+
+
+def routes_of(res):
+    out = set()
+    for ev in res["Properties"].get("Events", {}).values():
+        if ev["Type"] == "HttpApi":
+            out.add(f"{ev['Properties']['Method']} {ev['Properties']['Path']}")
+    return out
+
+
+def test_every_function_crate_is_deployed_with_cargo_lambda():
+    crates = {p.name for p in (ROOT / "functions").iterdir() if (p / "Cargo.toml").exists()} - NOT_LAMBDA
+    deployed = functions()
+    assert crates == set(deployed), f"missing: {crates - set(deployed)}, unknown: {set(deployed) - crates}"
+    for crate, (name, res) in deployed.items():
+        assert res["Metadata"]["BuildMethod"] == "rust-cargolambda", name
+        assert res["Properties"]["CodeUri"] == "..", name
+    assert GLOBALS["Runtime"] == "provided.al2023"
+    arch = TEMPLATE["Parameters"]["Architecture"]
+    assert arch["Default"] == "arm64" and set(arch["AllowedValues"]) == {"arm64", "x86_64"}
+
+
+def test_every_proto_route_reaches_its_function():
+    by_route = {}
+    for crate, (_, res) in functions().items():
+        for key in routes_of(res):
+            assert key not in by_route, f"{key} routed twice"
+            by_route[key] = crate
+    for rpc, method, path in proto_routes():
+        if rpc in STREAMING:
+            continue  # the streaming Function URL takes every path (next test)
+        key = api_route_key(method, path)
+        assert by_route.get(key) == OPERATION_FUNCTION[rpc], f"{rpc}: {key} -> {by_route.get(key)}"
+    assert by_route.get("POST /") == "http-jsonrpc"
+    assert by_route.get("GET /.well-known/agent-card.json") == "http-agent-card"
+    assert by_route.get("GET /.well-known/agent.json") == "http-agent-card"
+
+
+def test_streams_use_a_response_streaming_function_url():
+    urls = [r for r in RESOURCES.values() if r["Type"] == "AWS::Lambda::Url"]
+    assert len(urls) == 1
+    url = urls[0]["Properties"]
+    assert url["InvokeMode"] == "RESPONSE_STREAM"
+    stream_fn, _ = functions()["http-stream"]
+    assert url["TargetFunctionArn"] == {"Fn::GetAtt": [stream_fn, "Arn"]}
+    assert {"ApiUrl", "StreamUrl"} <= set(TEMPLATE["Outputs"])
+
+
+def test_queues_have_dead_letter_queues_and_consumers():
+    queues = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::SQS::Queue"}
+    dlqs = {r["Properties"]["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+            for r in queues.values() if "RedrivePolicy" in r["Properties"]}
+    sources = set(queues) - dlqs
+    assert sources == {"WorkQueue", "PushQueue"}
+    for name in sources:
+        props = queues[name]["Properties"]
+        dlq = props["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+        assert queues[dlq]["Properties"]["FifoQueue"] == props["FifoQueue"] is True, name
+        consumers = [
+            (fname, ev) for fname, (_, res) in ((c, f) for c, f in functions().items())
+            for ev in res["Properties"].get("Events", {}).values()
+            if ev["Type"] == "SQS" and ev["Properties"]["Queue"] == {"Fn::GetAtt": [name, "Arn"]}
+        ]
+        assert len(consumers) == 1, name
+        crate, ev = consumers[0]
+        assert ev["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        _, res = functions()[crate]
+        timeout = res["Properties"].get("Timeout", GLOBALS["Timeout"])
+        assert props["VisibilityTimeout"] > timeout, f"{name}: visibility must outlast {crate}'s timeout"
+
+
+def test_table_has_indexes_ttl_and_point_in_time_recovery():
+    table = RESOURCES["TaskTable"]["Properties"]
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert {i["IndexName"] for i in table["GlobalSecondaryIndexes"]} == {"GSI1", "GSI2"}
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "exp", "Enabled": True}
+    assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
+
+
+def statements():
+    for crate, (_, res) in functions().items():
+        for policy in res["Properties"].get("Policies", []):
+            for st in policy["Statement"]:
+                yield crate, st
+
+
+@pytest.mark.parametrize("field", ["Action", "Resource"])
+def test_no_wildcard_iam(field):
+    for crate, st in statements():
+        values = st[field] if isinstance(st[field], list) else [st[field]]
+        for v in values:
+            if isinstance(v, str):
+                assert "*" not in v, f"{crate}: {field} {v}"
+
+
+def test_each_function_touches_only_what_it_uses():
+    granted = {}
+    for crate, st in statements():
+        granted.setdefault(crate, set()).update(st["Action"])
+    writes = {"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:TransactWriteItems"}
+    readers = {"http-get-task", "http-list-tasks", "http-get-push-config", "http-list-push-configs", "sqs-push-delivery"}
+    for crate in readers:
+        assert "dynamodb:GetItem" in granted[crate] and not granted[crate] & writes, crate
+        assert "sqs:SendMessage" not in granted[crate], crate
+    for crate in ("http-agent-card", "http-extended-card"):
+        assert crate not in granted, f"{crate} needs no AWS access"
+    assert "sqs:SendMessage" in granted["http-send-message"] and "sqs:SendMessage" in granted["sqs-task-runner"]
