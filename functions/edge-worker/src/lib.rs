@@ -8,7 +8,8 @@
 //! - `POST /_edge/publish`: signed events from the task runner, to the task's Durable Object;
 //! - everything else: proxied to `ORIGIN_URL` unchanged.
 //!
-//! Configuration (wrangler.toml `[vars]` and secrets): `ORIGIN_URL`, `PUBLISH_SECRET` (secret),
+//! Configuration (wrangler.toml `[vars]` and secrets): `ORIGIN_URL`, `ORIGIN_STREAM_URL` (where
+//! streams the hub cannot serve go; default `ORIGIN_URL`), `PUBLISH_SECRET` (secret),
 //! `AGENT_CARD` (card file JSON), `PUBLIC_URL`, `KEEP_ALIVE_SECS` (15), `EVENT_TTL_SECS` (3600),
 //! `IDLE_TTL_SECS` (604800); the Durable Object binding `TASK_HUB`.
 
@@ -137,17 +138,30 @@ async fn stream(req: &Request, env: &Env, call: StreamCall, url: &worker::Url, o
             let resp = stub.fetch_with_request(Request::new_with_init("https://hub/subscribe", &init)?).await?;
             if resp.status_code() == hub::GAP_STATUS {
                 // The hub misses part of this task's events: the origin streams it instead.
-                return proxy(req, env, url, original).await;
+                return proxy_stream(req, env, url, original).await;
             }
             Ok(resp)
         }
-        Plan::Fallback => proxy(req, env, url, original).await,
+        Plan::Fallback => proxy_stream(req, env, url, original).await,
     }
+}
+
+/// Forwards a streaming call the hub cannot serve to the origin's streaming endpoint
+/// (`ORIGIN_STREAM_URL`, e.g. the Lambda stack's response-streaming Function URL; else `ORIGIN_URL`).
+async fn proxy_stream(req: &Request, env: &Env, url: &worker::Url, body: &[u8]) -> Result<Response> {
+    let base = match var(env, "ORIGIN_STREAM_URL") {
+        Some(u) => u.trim_end_matches('/').to_string(),
+        None => origin(env)?,
+    };
+    proxy_to(&base, req, url, body).await
 }
 
 /// Forwards a request to the origin: same method, path, query, headers (auth included) and body.
 async fn proxy(req: &Request, env: &Env, url: &worker::Url, body: &[u8]) -> Result<Response> {
-    let origin = origin(env)?;
+    proxy_to(&origin(env)?, req, url, body).await
+}
+
+async fn proxy_to(origin: &str, req: &Request, url: &worker::Url, body: &[u8]) -> Result<Response> {
     let target = match url.query() {
         Some(q) => format!("{origin}{}?{q}", url.path()),
         None => format!("{origin}{}", url.path()),
