@@ -63,11 +63,20 @@ def api_route_key(method, path):
     return f"{method} {path}"
 
 
-def routes_of(res):
-    out = set()
-    for ev in res["Properties"].get("Events", {}).values():
-        if ev["Type"] == "HttpApi":
-            out.add(f"{ev['Properties']['Method']} {ev['Properties']['Path']}")
+def api_routes():
+    """API Gateway route key -> crate of the function its integration invokes."""
+    crate_of = {name: crate for crate, (name, _) in functions().items()}
+    out = {}
+    for res in RESOURCES.values():
+        if res["Type"] != "AWS::ApiGatewayV2::Route":
+            continue
+        key = res["Properties"]["RouteKey"]
+        target = res["Properties"]["Target"]["Fn::Sub"]
+        integration = RESOURCES[re.fullmatch(r"integrations/\$\{(\w+)\}", target).group(1)]["Properties"]
+        assert integration["IntegrationType"] == "AWS_PROXY" and integration["PayloadFormatVersion"] == "2.0"
+        function = integration["IntegrationUri"]["Fn::GetAtt"][0]
+        assert key not in out, f"{key} routed twice"
+        out[key] = crate_of[function]
     return out
 
 
@@ -84,11 +93,7 @@ def test_every_function_crate_is_deployed_with_cargo_lambda():
 
 
 def test_every_proto_route_reaches_its_function():
-    by_route = {}
-    for crate, (_, res) in functions().items():
-        for key in routes_of(res):
-            assert key not in by_route, f"{key} routed twice"
-            by_route[key] = crate
+    by_route = api_routes()
     for rpc, method, path in proto_routes():
         if rpc in STREAMING:
             continue  # the streaming Function URL takes every path (next test)
@@ -97,6 +102,59 @@ def test_every_proto_route_reaches_its_function():
     assert by_route.get("POST /") == "http-jsonrpc"
     assert by_route.get("GET /.well-known/agent-card.json") == "http-agent-card"
     assert by_route.get("GET /.well-known/agent.json") == "http-agent-card"
+
+
+def test_every_routed_function_may_be_invoked_by_the_api():
+    permitted = {r["Properties"]["FunctionName"]["Ref"] for r in RESOURCES.values()
+                 if r["Type"] == "AWS::Lambda::Permission" and r["Properties"]["Principal"] == "apigateway.amazonaws.com"}
+    names = {crate: name for crate, (name, _) in functions().items()}
+    for crate in set(api_routes().values()):
+        assert names[crate] in permitted, crate
+
+
+def test_no_circular_dependencies_after_the_sam_transform():
+    """cfn-lint and `sam validate` miss these (a function naming an implicit API did it once)."""
+    import copy
+    import json
+    import os
+
+    from samtranslator.translator.transform import transform
+
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    template = copy.deepcopy(TEMPLATE)
+    for res in template["Resources"].values():
+        if res["Type"] == "AWS::Serverless::Function":
+            res["Properties"]["CodeUri"] = "s3://bucket/key"  # what `sam package` puts there
+
+    class NoManagedPolicies:
+        def load(self):
+            return {}
+
+    resources = transform(template, {}, NoManagedPolicies())["Resources"]
+
+    def deps(res):
+        text = json.dumps(res.get("Properties", {}))
+        names = set(re.findall(r'"Ref": "(\w+)"', text)) | set(re.findall(r'"Fn::GetAtt": \["(\w+)"', text))
+        names |= set(re.findall(r"\$\{(\w+)[.}]", text))
+        depends = res.get("DependsOn", [])
+        names |= {depends} if isinstance(depends, str) else set(depends)
+        return {n for n in names if n in resources}
+
+    graph = {name: deps(res) for name, res in resources.items()}
+    done, active = set(), []
+
+    def visit(node):
+        assert node not in active, "circular dependency: " + " -> ".join(active + [node])
+        if node in done:
+            return
+        active.append(node)
+        for dep in graph[node]:
+            visit(dep)
+        active.pop()
+        done.add(node)
+
+    for node in graph:
+        visit(node)
 
 
 def test_streams_use_a_response_streaming_function_url():
