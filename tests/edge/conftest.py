@@ -18,6 +18,8 @@ from support import free_port, wait_ready  # noqa: E402
 WORKER = ROOT / "functions" / "edge-worker"
 KEYS = {"alice": "key-alice", "bob": "key-bob"}
 SECRET = "edge-test-secret"
+# The hub forgets a finished task this long after its end (short here, so a test can see it).
+EVENT_TTL_SECS = 6
 CARD = '{"name": "Edge test agent", "description": "Served from the edge."}'
 
 
@@ -65,6 +67,7 @@ def edge():
             "--var", f"PUBLISH_SECRET:{SECRET}",
             "--var", f"AGENT_CARD:{CARD}",
             "--var", "KEEP_ALIVE_SECS:1",
+            "--var", f"EVENT_TTL_SECS:{EVENT_TTL_SECS}",
         ],
         cwd=WORKER,
         stdout=open(logs / "edge-wrangler.log", "w"),

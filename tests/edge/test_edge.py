@@ -14,7 +14,7 @@ import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 
-from conftest import KEYS, SECRET
+from conftest import EVENT_TTL_SECS, KEYS, SECRET
 
 pytestmark = pytest.mark.anyio
 
@@ -125,6 +125,20 @@ async def test_last_event_id_gets_exactly_the_missed_events(edge):
     async with http() as hc:
         r = await hc.get(url, headers={"Last-Event-ID": str(resumed[-1]["id"])})
         assert r.status_code == 400 and r.json()["error"]["details"][0]["reason"] == "UNSUPPORTED_OPERATION", r.text
+
+
+async def test_an_expired_hub_hands_resumes_to_the_origin(edge):
+    base, _ = edge
+    events, _ = await stream("POST", f"{base}/message:stream", body={"message": message("tck-stream-001")})
+    task_id = events[0]["data"]["task"]["id"]
+    await asyncio.sleep(EVENT_TTL_SECS + 2)  # the hub's alarm deletes the finished task's events
+    async with http() as hc:
+        headers = {"Last-Event-ID": "1"}
+        async with hc.stream("GET", f"{base}/tasks/{task_id}:subscribe", headers=headers) as r:
+            assert r.status_code == 200
+            assert "a2a-edge" not in r.headers, "the hub no longer holds the events: the origin serves them"
+            resumed, _ = await asyncio.wait_for(sse(r), 30)
+    assert resumed == [e for e in events if e["id"] > 1]
 
 
 async def test_keep_alives_on_an_idle_stream(edge):

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::time::Duration;
 
-use a2a::edge::hub::{Gap, SubscribeSpec, Subscriber, TaskLog};
+use a2a::edge::hub::{Gap, SubscribeSpec, Subscriber, TaskLog, GAP_TIMEOUT_MS};
 use a2a::edge::PublishBatch;
 use a2a::ports::EventRecord;
 use bytes::Bytes;
@@ -18,6 +18,8 @@ use worker::{durable_object, DurableObject, Env, ListOptions, Request, Response,
 /// The hub's answer when it cannot serve a stream without a hole (the worker then asks the origin).
 pub const GAP_STATUS: u16 = 409;
 const EVENT_PREFIX: &str = "e:";
+/// How often a new stream checks whether the events it needs have arrived.
+const CATCH_UP_POLL_MS: i64 = 100;
 
 fn event_key(seq: u64) -> String {
     format!("{EVENT_PREFIX}{seq:020}")
@@ -116,12 +118,21 @@ impl TaskHub {
         self.state.storage().put(&event_key(ev.seq), json).await
     }
 
-    fn subscribe(&self, spec: SubscribeSpec) -> Result<Response> {
+    async fn subscribe(&self, spec: SubscribeSpec) -> Result<Response> {
+        // Events the stream needs may still be in flight from the publisher: wait for them, boundedly.
+        for _ in 0..GAP_TIMEOUT_MS / CATCH_UP_POLL_MS {
+            let behind = self.inner.borrow().log.as_ref().is_none_or(|log| spec.behind(log));
+            if !behind {
+                break;
+            }
+            worker::Delay::from(Duration::from_millis(CATCH_UP_POLL_MS as u64)).await;
+        }
         let (tx, rx) = mpsc::unbounded::<Bytes>();
         {
             let mut inner = self.inner.borrow_mut();
             let Inner { log, streams } = &mut *inner;
             let log = log.get_or_insert_with(TaskLog::default);
+            log.start_after(spec.after);
             let (sub, frames) = match Subscriber::start(spec, log) {
                 Ok(x) => x,
                 Err(Gap) => return Response::error("events missing at the edge", GAP_STATUS),
@@ -168,7 +179,7 @@ impl DurableObject for TaskHub {
             "/subscribe" => {
                 let spec: SubscribeSpec = serde_json::from_slice(&req.bytes().await?)
                     .map_err(|e| worker::Error::RustError(format!("subscribe spec: {e}")))?;
-                self.subscribe(spec)
+                self.subscribe(spec).await
             }
             _ => Response::error("not found", 404),
         }

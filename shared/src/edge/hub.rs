@@ -106,6 +106,15 @@ impl TaskLog {
         }
     }
 
+    /// A log that holds nothing yet starts after `seq`: a stream whose snapshot already covers the
+    /// events up to `seq` must not wait for them (the edge was set up, or the hub expired, after
+    /// they were published).
+    pub fn start_after(&mut self, seq: u64) {
+        if self.events.is_empty() && seq > self.floor && self.pending.keys().next().is_none_or(|&p| p > seq) {
+            self.floor = seq;
+        }
+    }
+
     /// Number of events waiting behind a gap.
     pub fn pending(&self) -> usize {
         self.pending.len()
@@ -124,6 +133,17 @@ pub struct SubscribeSpec {
     /// A new task: hold the opening until the first event, and send only that event if it is a
     /// message (the agent answered without a task).
     pub hold_opening: bool,
+    /// The last sequence number the origin knew of when the stream started.
+    #[serde(default)]
+    pub known: u64,
+}
+
+impl SubscribeSpec {
+    /// The stream needs events the hub does not hold yet (publishes in flight, or lost, or expired):
+    /// the hub waits up to [`GAP_TIMEOUT_MS`] for them, then refuses with [`Gap`].
+    pub fn behind(&self, log: &TaskLog) -> bool {
+        self.after < self.known && log.last() < self.known
+    }
 }
 
 /// One open stream.
@@ -138,6 +158,9 @@ pub struct Subscriber {
 impl Subscriber {
     /// Opens a stream on `log`: the frames to send at once, and the subscriber to keep feeding.
     pub fn start(spec: SubscribeSpec, log: &TaskLog) -> Result<(Self, Vec<Bytes>), Gap> {
+        if spec.behind(log) {
+            return Err(Gap);
+        }
         let backlog = log.after(spec.after)?;
         let mut sub = Self { framing: spec.framing, held: None, last: spec.after, done: false };
         let mut frames = Vec::new();
@@ -233,7 +256,7 @@ mod tests {
     }
 
     fn spec(opening: Option<EventRecord>, after: u64, hold: bool) -> SubscribeSpec {
-        SubscribeSpec { framing: Framing::Rest, opening, after, hold_opening: hold }
+        SubscribeSpec { framing: Framing::Rest, opening, after, hold_opening: hold, known: after }
     }
 
     #[test]
@@ -261,6 +284,25 @@ mod tests {
         assert_eq!(log.after(1), Err(Gap));
         assert_eq!(log.after(2).unwrap().len(), 2);
         assert!(log.ended());
+    }
+
+    #[test]
+    fn an_empty_log_starts_after_the_snapshot_and_a_lagging_one_refuses_resumes() {
+        let mut log = TaskLog::default();
+        log.start_after(4);
+        let (mut sub, frames) = Subscriber::start(spec(Some(snapshot(4)), 4, false), &log).unwrap();
+        assert_eq!(ids(&frames), ["4"]);
+        let a = log.accept(vec![status(5, TaskState::Completed)], 0);
+        assert_eq!(ids(&sub.feed(&a.released, log.last())), ["5"], "no wait for events 1..4");
+        // A resume from 2 of a task the origin knows up to 7, on a hub that expired: refused.
+        let expired = TaskLog::default();
+        let resume = SubscribeSpec { framing: Framing::Rest, opening: None, after: 2, hold_opening: false, known: 7 };
+        assert!(resume.behind(&expired));
+        assert_eq!(Subscriber::start(resume.clone(), &expired).unwrap_err(), Gap);
+        let mut caught_up = TaskLog::default();
+        caught_up.accept((1..=7).map(|s| status(s, TaskState::Working)).collect(), 0);
+        assert!(!resume.behind(&caught_up));
+        assert_eq!(ids(&Subscriber::start(resume, &caught_up).unwrap().1), ["3", "4", "5", "6", "7"]);
     }
 
     #[test]
@@ -319,7 +361,8 @@ mod tests {
         assert_eq!(ids(&frames), ["4", "5"]);
         let framing = Framing::JsonRpc { id: serde_json::json!(7), v03: true };
         let (_, frames) =
-            Subscriber::start(SubscribeSpec { framing, opening: None, after: 4, hold_opening: false }, &log).unwrap();
+            Subscriber::start(SubscribeSpec { framing, opening: None, after: 4, hold_opening: false, known: 5 }, &log)
+                .unwrap();
         let text = String::from_utf8_lossy(&frames[0]).into_owned();
         assert!(text.contains("\"id\":7") && text.contains("\"kind\":\"status-update\""), "{text}");
     }

@@ -227,6 +227,7 @@ pub fn plan(call: &StreamCall, reply: OriginReply<'_>, last_event_id: Option<u64
                 opening: Some(opening),
                 after: seq,
                 hold_opening: call.new_task,
+                known: seq,
             },
         },
         StreamKind::Subscribe => {
@@ -240,14 +241,19 @@ pub fn plan(call: &StreamCall, reply: OriginReply<'_>, last_event_id: Option<u64
                 );
             }
             let spec = match last_event_id {
-                Some(after) => {
-                    SubscribeSpec { framing: call.framing.clone(), opening: None, after, hold_opening: false }
-                }
+                Some(after) => SubscribeSpec {
+                    framing: call.framing.clone(),
+                    opening: None,
+                    after,
+                    hold_opening: false,
+                    known: seq,
+                },
                 None => SubscribeSpec {
                     framing: call.framing.clone(),
                     opening: Some(opening),
                     after: seq,
                     hold_opening: false,
+                    known: seq,
                 },
             };
             Plan::Attach { task_id, spec }
@@ -400,7 +406,7 @@ mod tests {
         let sub = stream(classify(&Method::GET, "/tasks/t:subscribe", None, b""));
         let working = serde_json::to_vec(&task_json("TASK_STATE_WORKING")).unwrap();
         match plan(&sub, reply(200, Some("3"), &working), Some(1)) {
-            Plan::Attach { spec, .. } => assert_eq!((spec.opening, spec.after), (None, 1)),
+            Plan::Attach { spec, .. } => assert_eq!((spec.opening, spec.after, spec.known), (None, 1, 3)),
             other => panic!("{other:?}"),
         }
         let done = serde_json::to_vec(&task_json("TASK_STATE_COMPLETED")).unwrap();
