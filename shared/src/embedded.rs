@@ -185,11 +185,7 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
         config.auth.as_ref(),
         clock.now(),
     );
-    let local: Arc<dyn crate::ports::StreamHub> = Arc::new(MemoryHub::default());
-    let hub = match config.edge {
-        Some(edge) => crate::adapters::edge_publisher::EdgePublisher::start(local, edge)?,
-        None => local,
-    };
+    let hub = crate::adapters::edge_publisher::EdgePublisher::wrap(Arc::new(MemoryHub::default()), config.edge)?;
     let ports = EnginePorts {
         store: wiring.store,
         push_configs: wiring.push_configs,

@@ -18,6 +18,8 @@ use worker::{durable_object, DurableObject, Env, ListOptions, Request, Response,
 /// The hub's answer when it cannot serve a stream without a hole (the worker then asks the origin).
 pub const GAP_STATUS: u16 = 409;
 const EVENT_PREFIX: &str = "e:";
+/// Durable Object storage takes at most 128 keys in one put.
+const MAX_KEYS_PER_PUT: usize = 128;
 /// How often a new stream checks whether the events it needs have arrived.
 const CATCH_UP_POLL_MS: i64 = 100;
 
@@ -84,13 +86,9 @@ impl TaskHub {
                 .as_ref()
                 .map(|l| l.after(l.floor()).unwrap_or_default().to_vec())
                 .unwrap_or_default();
-            for ev in &held {
-                self.store(ev).await?;
-            }
+            self.store(&held).await?;
         } else {
-            for ev in &accepted.released {
-                self.store(ev).await?;
-            }
+            self.store(&accepted.released).await?;
         }
         let ended = {
             let mut inner = self.inner.borrow_mut();
@@ -113,9 +111,17 @@ impl TaskHub {
         Ok(Response::empty()?.with_status(204))
     }
 
-    async fn store(&self, ev: &EventRecord) -> Result<()> {
-        let json = serde_json::to_string(ev).map_err(|e| worker::Error::RustError(e.to_string()))?;
-        self.state.storage().put(&event_key(ev.seq), json).await
+    /// Persists events, one storage write per [`MAX_KEYS_PER_PUT`] of them.
+    async fn store(&self, events: &[EventRecord]) -> Result<()> {
+        for chunk in events.chunks(MAX_KEYS_PER_PUT) {
+            let entries = js_sys::Object::new();
+            for ev in chunk {
+                let json = serde_json::to_string(ev).map_err(|e| worker::Error::RustError(e.to_string()))?;
+                js_sys::Reflect::set(&entries, &event_key(ev.seq).into(), &json.into())?;
+            }
+            self.state.storage().put_multiple_raw(entries).await?;
+        }
+        Ok(())
     }
 
     async fn subscribe(&self, spec: SubscribeSpec) -> Result<Response> {

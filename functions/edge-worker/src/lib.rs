@@ -96,10 +96,15 @@ async fn publish(req: &Request, env: &Env, method: &http::Method, body: &[u8]) -
         Ok(b) => b,
         Err(e) => return into_worker(rest_error(&e)),
     };
-    let stub = env.durable_object(HUB_BINDING)?.id_from_name(&batch.task_id)?.get_stub()?;
+    hub(env, &batch.task_id, "publish", body).await
+}
+
+/// A request to the Durable Object of `task_id` (`POST https://hub/<path>`).
+async fn hub(env: &Env, task_id: &str, path: &str, body: &[u8]) -> Result<Response> {
+    let stub = env.durable_object(HUB_BINDING)?.id_from_name(task_id)?.get_stub()?;
     let mut init = RequestInit::new();
     init.with_method(Method::Post).with_body(Some(js_body(body)));
-    stub.fetch_with_request(Request::new_with_init("https://hub/publish", &init)?).await
+    stub.fetch_with_request(Request::new_with_init(&format!("https://hub/{path}"), &init)?).await
 }
 
 async fn stream(req: &Request, env: &Env, call: StreamCall, url: &worker::Url, original: &[u8]) -> Result<Response> {
@@ -131,11 +136,8 @@ async fn stream(req: &Request, env: &Env, call: StreamCall, url: &worker::Url, o
         Plan::Fail(err) => into_worker(error_response(&call.framing, &err)),
         Plan::Single(frame) => sse(futures::stream::iter([Ok(frame.to_vec())])),
         Plan::Attach { task_id, spec } => {
-            let stub = env.durable_object(HUB_BINDING)?.id_from_name(&task_id)?.get_stub()?;
             let spec = serde_json::to_vec(&spec).map_err(|e| worker::Error::RustError(e.to_string()))?;
-            let mut init = RequestInit::new();
-            init.with_method(Method::Post).with_body(Some(js_body(&spec)));
-            let resp = stub.fetch_with_request(Request::new_with_init("https://hub/subscribe", &init)?).await?;
+            let resp = hub(env, &task_id, "subscribe", &spec).await?;
             if resp.status_code() == hub::GAP_STATUS {
                 // The hub misses part of this task's events: the origin streams it instead.
                 return proxy_stream(req, env, url, original).await;

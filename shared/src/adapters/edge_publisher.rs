@@ -69,6 +69,14 @@ pub struct EdgePublisher {
 }
 
 impl EdgePublisher {
+    /// `inner`, publishing to the edge as well when `settings` are given; call inside a tokio runtime.
+    pub fn wrap(inner: Arc<dyn StreamHub>, settings: Option<EdgeSettings>) -> Result<Arc<dyn StreamHub>> {
+        Ok(match settings {
+            Some(settings) => Self::start(inner, settings)?,
+            None => inner,
+        })
+    }
+
     /// Wraps `inner` and starts the sender; call inside a tokio runtime.
     pub fn start(inner: Arc<dyn StreamHub>, settings: EdgeSettings) -> Result<Arc<Self>> {
         if settings.secret.is_empty() {
@@ -149,7 +157,7 @@ impl Sender {
     }
 
     async fn send(&self, batch: PublishBatch) {
-        let Ok(body) = serde_json::to_vec(&batch) else { return };
+        let Ok(body) = serde_json::to_vec(&batch).map(bytes::Bytes::from) else { return };
         let seqs = (batch.events.first().map_or(0, |e| e.seq), batch.events.last().map_or(0, |e| e.seq));
         let mut delay = Duration::from_millis(100);
         for attempt in 1..=self.settings.max_attempts {

@@ -204,11 +204,6 @@ impl Subscriber {
     pub fn done(&self) -> bool {
         self.done
     }
-
-    /// The frames of an error, in the stream's binding.
-    pub fn error(&self, err: &crate::A2aError) -> Bytes {
-        self.framing.error(err)
-    }
 }
 
 #[cfg(test)]

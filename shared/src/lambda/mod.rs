@@ -175,11 +175,9 @@ impl Deps {
         );
         // The runner publishes to an in-process hub nobody else reads; every other function follows
         // the event log by polling the table. With an edge worker, every event also goes there.
-        let mut hub: Arc<dyn StreamHub> =
+        let local: Arc<dyn StreamHub> =
             if executor.is_some() { Arc::new(MemoryHub::default()) } else { Arc::new(PollingHub::default()) };
-        if let Some(edge) = settings.edge {
-            hub = crate::adapters::edge_publisher::EdgePublisher::start(hub, edge)?;
-        }
+        let hub = crate::adapters::edge_publisher::EdgePublisher::wrap(local, settings.edge)?;
         let ports = EnginePorts {
             store: store.clone(),
             push_configs: store.clone(),
