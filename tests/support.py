@@ -25,3 +25,58 @@ def wait_ready(url, procs, what, seconds):
                 raise RuntimeError(f"{what} exited early (see its log)")
         time.sleep(0.1)
     raise RuntimeError(f"{what} did not start in {seconds} s")
+
+
+def webhook_receiver():
+    """A webhook receiver on 127.0.0.1: returns (url, received), where `received` fills with
+    (headers, parsed JSON body) as POSTs arrive. Runs in a daemon thread for the process."""
+    import json
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    received = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self):  # noqa: N802 (the stdlib's name)
+            body = self.rfile.read(int(self.headers.get("content-length", 0)))
+            received.append((dict(self.headers), json.loads(body)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}/hook", received
+
+
+def a2a_local(args, log=None, seconds=30):
+    """Starts $A2A_LOCAL_BIN on a free 127.0.0.1 port with `args` (plus $A2A_LOCAL_ARGS, which
+    picks the backend); returns (base URL, process). The caller terminates it."""
+    import os
+    import subprocess
+
+    binary = os.environ.get("A2A_LOCAL_BIN")
+    if not binary:
+        raise RuntimeError("A2A_LOCAL_BIN is not set (run through scripts/test)")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    extra = os.environ.get("A2A_LOCAL_ARGS", "").split()
+    proc = subprocess.Popen(
+        [binary, "--addr", f"127.0.0.1:{port}", *args, *extra],
+        stdout=log or subprocess.DEVNULL,
+        stderr=subprocess.STDOUT,
+    )
+    wait_ready(f"{base}/.well-known/agent-card.json", [proc], "a2a-local", seconds)
+    return base, proc
+
+
+def stop(*procs):
+    for p in procs:
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(timeout=10)
+        except Exception:  # noqa: BLE001 (a process that will not stop is killed)
+            p.kill()

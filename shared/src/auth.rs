@@ -33,6 +33,12 @@ pub trait Authenticator: Send + Sync {
     /// `query` is the raw query string (API keys may travel there).
     fn authenticate(&self, headers: &HeaderMap, query: Option<&str>) -> Result<Principal>;
 
+    /// True when the deployment asks for no credentials at all: every caller is the same
+    /// anonymous principal, and what "authenticated" callers may see (the extended card) is open.
+    fn is_open(&self) -> bool {
+        false
+    }
+
     /// What the card declares: `securitySchemes` and `securityRequirements`.
     fn card_security(&self) -> (BTreeMap<String, SecurityScheme>, Vec<SecurityRequirement>) {
         (BTreeMap::new(), Vec::new())
@@ -55,6 +61,10 @@ pub struct Anonymous;
 impl Authenticator for Anonymous {
     fn authenticate(&self, _: &HeaderMap, _: Option<&str>) -> Result<Principal> {
         Ok(Principal::anonymous())
+    }
+
+    fn is_open(&self) -> bool {
+        true
     }
 }
 

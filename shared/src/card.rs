@@ -142,9 +142,14 @@ impl CardService {
             tenant: String::new(),
             protocol_version: version.into(),
         };
-        // 0.3 is served over JSON-RPC only: the 0.3 REST binding used a different payload format.
-        card.supported_interfaces =
-            vec![interface("JSONRPC", "1.0"), interface("HTTP+JSON", "1.0"), interface("JSONRPC", "0.3")];
+        // 1.0 first (clients take the first interface they speak); 0.3 HTTP+JSON lives under `/v1/`
+        // of the same base URL, as 0.3 clients expect.
+        card.supported_interfaces = vec![
+            interface("JSONRPC", "1.0"),
+            interface("HTTP+JSON", "1.0"),
+            interface("JSONRPC", "0.3"),
+            interface("HTTP+JSON", "0.3"),
+        ];
         let caps = &mut card.capabilities;
         caps.streaming = Some(abilities.streaming && caps.streaming.unwrap_or(true));
         caps.push_notifications = Some(abilities.push_notifications && caps.push_notifications.unwrap_or(true));

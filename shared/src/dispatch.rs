@@ -8,6 +8,8 @@ use crate::error::Result;
 use crate::ops::{self, ResponseStream};
 use crate::types::*;
 
+pub use crate::types::{decode, decode_str};
+
 pub enum Op {
     SendMessage(SendMessageRequest),
     SendStreamingMessage(SendMessageRequest),
@@ -17,9 +19,25 @@ pub enum Op {
     SubscribeToTask(SubscribeToTaskRequest),
     CreatePushConfig(TaskPushNotificationConfig),
     GetPushConfig(GetTaskPushNotificationConfigRequest),
+    /// 0.3 `get` without a config id: the task's config (0.3 §7.6.1).
+    GetDefaultPushConfig {
+        task_id: String,
+    },
     ListPushConfigs(ListTaskPushNotificationConfigsRequest),
     DeletePushConfig(DeleteTaskPushNotificationConfigRequest),
     GetExtendedCard,
+}
+
+impl Op {
+    /// A 0.3 `get` of a push config, with or without the config id.
+    pub fn get_push_config_03(task_id: String, config_id: Option<String>) -> Self {
+        match config_id {
+            Some(id) => {
+                Self::GetPushConfig(GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id, id })
+            }
+            None => Self::GetDefaultPushConfig { task_id },
+        }
+    }
 }
 
 pub enum Output {
@@ -51,6 +69,9 @@ pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<(Ou
         Op::SubscribeToTask(r) => Output::Stream(ops::subscribe_to_task(engine, ctx, r).await?),
         Op::CreatePushConfig(r) => Output::PushConfig(ops::create_push_config(engine, ctx, r).await?),
         Op::GetPushConfig(r) => Output::PushConfig(ops::get_push_config(engine, ctx, r).await?),
+        Op::GetDefaultPushConfig { task_id } => {
+            Output::PushConfig(ops::get_default_push_config(engine, ctx, &task_id).await?)
+        }
         Op::ListPushConfigs(r) => Output::PushConfigs(ops::list_push_configs(engine, ctx, r).await?),
         Op::DeletePushConfig(r) => {
             ops::delete_push_config(engine, ctx, r).await?;
@@ -59,20 +80,4 @@ pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<(Ou
         Op::GetExtendedCard => Output::Card(ops::get_extended_card(engine, ctx)?),
     };
     Ok((output, None))
-}
-
-/// Decodes JSON into `T`, turning serde's complaint into InvalidParams naming the field path
-/// (`prefix.message.parts[0]`).
-pub fn decode<T: serde::de::DeserializeOwned>(value: serde_json::Value, prefix: &str) -> Result<T> {
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." || path.is_empty() {
-            prefix.to_string()
-        } else if prefix.is_empty() {
-            path
-        } else {
-            format!("{prefix}.{path}")
-        };
-        crate::error::A2aError::invalid_field(&field, e.inner())
-    })
 }

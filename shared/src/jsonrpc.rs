@@ -1,17 +1,27 @@
 //! The JSON-RPC 2.0 binding (spec §9, and the 0.3 method names and payloads): envelope checks,
 //! method table, params decoding with field paths, results and SSE streams wrapped in responses
 //! carrying the request id.
+//!
+//! The order of checks: authentication (nothing about a request is judged for an unknown caller),
+//! Content-Type, JSON syntax, the envelope (`jsonrpc`, the id's type, `method`), the method, its
+//! params, then a missing id (as the 0.3 reference does: method, then params, then the id), the
+//! version and the required extensions. Errors of 0.3 streaming methods travel as a one-event stream,
+//! which is all a 0.3 streaming client reads.
 
 use bytes::Bytes;
 use http::StatusCode;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{json, Value};
 
-use crate::dispatch::{call, decode, Op, Output};
+use crate::dispatch::{call, decode_str, Op, Output};
 use crate::error::{A2aError, Result};
-use crate::http::{
-    frame_stream, is_json_content_type, json_response, jsonrpc_error_response, sse_response, with_task_seq,
-    HttpResponse, Service,
+use crate::response::{
+    frame_stream, json_response, jsonrpc_error_response, jsonrpc_stream_error_response, require_json, sse_response,
+    with_task_seq, HttpResponse,
 };
+use crate::rpc_id::{result_body, RpcId};
+use crate::service::Service;
 use crate::sse::Framing;
 use crate::types::*;
 use crate::v03;
@@ -24,146 +34,163 @@ enum Wire {
     V03,
 }
 
+/// The members of a request, as the client wrote them.
+#[derive(Deserialize)]
+struct RawEnvelope<'a> {
+    #[serde(borrow, default)]
+    jsonrpc: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+}
+
+/// A checked envelope: the id (`None`: absent or null), the method and the raw params object.
+struct Envelope<'a> {
+    id: Option<RpcId>,
+    method: String,
+    params: &'a str,
+}
+
 pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes) -> HttpResponse {
-    if !is_json_content_type(&parts.headers) {
-        let err = A2aError::invalid_request("Content-Type must be application/json for JSON-RPC requests");
-        let mut resp = jsonrpc_error_response(&Value::Null, &err);
-        *resp.status_mut() = StatusCode::UNSUPPORTED_MEDIA_TYPE;
-        return resp;
-    }
-    let request: Value = match serde_json::from_slice(&body) {
-        Ok(v) => v,
-        Err(e) => return jsonrpc_error_response(&Value::Null, &A2aError::parse(format!("invalid JSON: {e}"))),
+    let null = RpcId::null();
+    let principal = match service.authenticate(parts) {
+        Ok(p) => p,
+        // Refused before anything is judged; the id goes back if the envelope has a readable one.
+        Err(e) => {
+            let id = envelope(&body).ok().and_then(|env| env.id).unwrap_or(null);
+            return jsonrpc_error_response(&id, &e);
+        }
     };
-    let (id, method, params) = match envelope(request) {
+    if let Err(e) = require_json(&parts.headers) {
+        return jsonrpc_error_response(&null, &e);
+    }
+    let envelope = match envelope(&body) {
         Ok(x) => x,
         Err((id, e)) => return jsonrpc_error_response(&id, &e),
     };
-    match dispatch(service, parts, &id, &method, params).await {
+    let streaming_v03 = matches!(envelope.method.as_str(), "message/stream" | "tasks/resubscribe");
+    let id = envelope.id.clone().unwrap_or_else(RpcId::null);
+    match dispatch(service, parts, principal, envelope).await {
         Ok(resp) => resp,
+        Err(e) if streaming_v03 => jsonrpc_stream_error_response(&id, &e, service.limits.keep_alive),
         Err(e) => jsonrpc_error_response(&id, &e),
     }
 }
 
-/// Checks the JSON-RPC envelope and returns (id, method, params).
-fn envelope(request: Value) -> std::result::Result<(Value, String, Value), (Value, A2aError)> {
-    let Value::Object(mut obj) = request else {
+/// Checks the JSON-RPC envelope.
+fn envelope(body: &[u8]) -> std::result::Result<Envelope<'_>, (RpcId, A2aError)> {
+    let null = RpcId::null;
+    let text = std::str::from_utf8(body).map_err(|_| (null(), A2aError::parse("the body is not UTF-8")))?;
+    let whole: &RawValue =
+        serde_json::from_str(text).map_err(|e| (null(), A2aError::parse(format!("invalid JSON: {e}"))))?;
+    let raw = whole.get();
+    if !raw.starts_with('{') {
         let what =
-            if request.is_array() { "batch requests are not supported" } else { "the request must be a JSON object" };
-        return Err((Value::Null, A2aError::invalid_request(what)));
-    };
-    let id = obj.remove("id").unwrap_or(Value::Null);
-    let id_ok = matches!(id, Value::String(_) | Value::Number(_));
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err((
-            if id_ok { id } else { Value::Null },
-            A2aError::invalid_request("jsonrpc: must be exactly \"2.0\""),
-        ));
+            if raw.starts_with('[') { "batch requests are not supported" } else { "the request must be a JSON object" };
+        return Err((null(), A2aError::invalid_request(what)));
     }
-    if !id_ok {
-        return Err((Value::Null, A2aError::invalid_request("id: must be a string or a number")));
+    let env: RawEnvelope<'_> =
+        serde_json::from_str(raw).map_err(|e| (null(), A2aError::invalid_request(format!("request: {e}"))))?;
+    let id = match env.id {
+        None => None,
+        Some(raw) => Some(
+            RpcId::from_raw(raw)
+                .ok_or_else(|| (null(), A2aError::invalid_request("id: must be a string or a number")))?,
+        ),
+    };
+    let reply_id = || id.clone().unwrap_or_else(null);
+    if env.jsonrpc.map(RawValue::get) != Some("\"2.0\"") {
+        return Err((reply_id(), A2aError::invalid_request("jsonrpc: must be exactly \"2.0\"")));
     }
-    let method = match obj.remove("method") {
-        Some(Value::String(m)) => m,
-        _ => return Err((id, A2aError::invalid_request("method: must be a string"))),
+    let method = env
+        .method
+        .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
+        .ok_or_else(|| (reply_id(), A2aError::invalid_request("method: must be a string")))?;
+    let params = match env.params.map(RawValue::get) {
+        None | Some("null") => "{}",
+        Some(p) if p.starts_with('{') => p,
+        Some(_) => return Err((reply_id(), A2aError::invalid_params("params: must be an object"))),
     };
-    let params = match obj.remove("params") {
-        None | Some(Value::Null) => Value::Object(Default::default()),
-        Some(p @ Value::Object(_)) => p,
-        Some(_) => return Err((id, A2aError::invalid_params("params: must be an object"))),
-    };
-    Ok((id, method, params))
+    Ok(Envelope { id, method, params })
 }
 
 async fn dispatch(
     service: &Service,
     parts: &http::request::Parts,
-    id: &Value,
-    method: &str,
-    params: Value,
+    principal: crate::auth::Principal,
+    envelope: Envelope<'_>,
 ) -> Result<HttpResponse> {
-    let (op, wire) = decode_op(method, params)?;
+    let (op, wire) = decode_op(&envelope.method, envelope.params)?;
+    let id = envelope.id.ok_or_else(|| {
+        A2aError::invalid_field("id", "is required: a request without an id is a notification, which A2A does not use")
+    })?;
     let version = version::negotiate(&parts.headers, parts.uri.query())?;
-    let ctx = service.call_context(parts, version)?;
+    let ctx = service.call_context(parts, principal, version)?;
     let (output, seq) = call(&service.engine, &ctx, op).await?;
-    let result = match (output, wire) {
+    let body = match (output, wire) {
         (Output::Stream(events), wire) => {
-            let framing = Framing::JsonRpc { id: id.clone(), v03: wire == Wire::V03 };
+            let framing = Framing::JsonRpc { id, v03: wire == Wire::V03 };
             return Ok(sse_response(frame_stream(events, framing), service.limits.keep_alive));
         }
-        (output, Wire::V1) => encode_v1(output),
-        (output, Wire::V03) => encode_v03(output),
+        (output, Wire::V1) => result_body(&id, &encode_v1(output)),
+        (output, Wire::V03) => result_body(&id, &encode_v03(output)),
     };
-    let body = json!({"jsonrpc": "2.0", "id": id, "result": result});
-    Ok(with_task_seq(json_response(StatusCode::OK, serde_json::to_vec(&body).unwrap_or_default()), seq))
+    Ok(with_task_seq(json_response(StatusCode::OK, body), seq))
 }
 
-fn decode_op(method: &str, params: Value) -> Result<(Op, Wire)> {
+fn decode_op(method: &str, params: &str) -> Result<(Op, Wire)> {
     use Wire::*;
+    let p = "params";
     Ok(match method {
-        "SendMessage" => (Op::SendMessage(decode(params, "params")?), V1),
-        "SendStreamingMessage" => (Op::SendStreamingMessage(decode(params, "params")?), V1),
-        "GetTask" => (Op::GetTask(decode(params, "params")?), V1),
-        "ListTasks" => (Op::ListTasks(decode(params, "params")?), V1),
-        "CancelTask" => (Op::CancelTask(decode(params, "params")?), V1),
-        "SubscribeToTask" => (Op::SubscribeToTask(decode(params, "params")?), V1),
-        "CreateTaskPushNotificationConfig" => (Op::CreatePushConfig(decode(params, "params")?), V1),
-        "GetTaskPushNotificationConfig" => (Op::GetPushConfig(decode(params, "params")?), V1),
+        "SendMessage" => (Op::SendMessage(decode_str(params, p)?), V1),
+        "SendStreamingMessage" => (Op::SendStreamingMessage(decode_str(params, p)?), V1),
+        "GetTask" => (Op::GetTask(decode_str(params, p)?), V1),
+        "ListTasks" => (Op::ListTasks(decode_str(params, p)?), V1),
+        "CancelTask" => (Op::CancelTask(decode_str(params, p)?), V1),
+        "SubscribeToTask" => (Op::SubscribeToTask(decode_str(params, p)?), V1),
+        "CreateTaskPushNotificationConfig" => (Op::CreatePushConfig(decode_str(params, p)?), V1),
+        "GetTaskPushNotificationConfig" => (Op::GetPushConfig(decode_str(params, p)?), V1),
         "ListTaskPushNotificationConfigs" | "ListTaskPushNotificationConfig" => {
-            (Op::ListPushConfigs(decode(params, "params")?), V1)
+            (Op::ListPushConfigs(decode_str(params, p)?), V1)
         }
-        "DeleteTaskPushNotificationConfig" => (Op::DeletePushConfig(decode(params, "params")?), V1),
+        "DeleteTaskPushNotificationConfig" => (Op::DeletePushConfig(decode_str(params, p)?), V1),
         "GetExtendedAgentCard" => (Op::GetExtendedCard, V1),
-        "message/send" => (Op::SendMessage(decode::<v03::MessageSendParams>(params, "params")?.into_v1()?), V03),
+        "message/send" => (Op::SendMessage(decode_str::<v03::MessageSendParams>(params, p)?.into_v1()?), V03),
         "message/stream" => {
-            (Op::SendStreamingMessage(decode::<v03::MessageSendParams>(params, "params")?.into_v1()?), V03)
+            (Op::SendStreamingMessage(decode_str::<v03::MessageSendParams>(params, p)?.into_v1()?), V03)
         }
         "tasks/get" => {
-            let p: v03::TaskQueryParams = decode(params, "params")?;
-            (Op::GetTask(GetTaskRequest { tenant: String::new(), id: p.id, history_length: p.history_length }), V03)
+            let q: v03::TaskQueryParams = decode_str(params, p)?;
+            (Op::GetTask(GetTaskRequest { tenant: String::new(), id: q.id, history_length: q.history_length }), V03)
         }
         "tasks/cancel" => {
-            let p: v03::TaskIdParams = decode(params, "params")?;
-            (Op::CancelTask(CancelTaskRequest { tenant: String::new(), id: p.id, metadata: p.metadata }), V03)
+            let q: v03::TaskIdParams = decode_str(params, p)?;
+            (Op::CancelTask(CancelTaskRequest { tenant: String::new(), id: q.id, metadata: q.metadata }), V03)
         }
         // Not in 0.3.0 itself, but 0.3-era clients send it; same semantics as ListTasks.
-        "tasks/list" => (Op::ListTasks(decode(params, "params")?), V03),
+        "tasks/list" => (Op::ListTasks(decode_str(params, p)?), V03),
         "tasks/resubscribe" => {
-            let p: v03::TaskIdParams = decode(params, "params")?;
-            (Op::SubscribeToTask(SubscribeToTaskRequest { tenant: String::new(), id: p.id }), V03)
+            let q: v03::TaskIdParams = decode_str(params, p)?;
+            (Op::SubscribeToTask(SubscribeToTaskRequest { tenant: String::new(), id: q.id }), V03)
         }
         "tasks/pushNotificationConfig/set" => {
-            let p: v03::TaskPushNotificationConfig = decode(params, "params")?;
-            let mut config = p.push_notification_config.into_v1(p.task_id);
-            if config.id.is_empty() {
-                // 0.3 clients address a config without id by its task id.
-                config.id.clone_from(&config.task_id);
-            }
-            (Op::CreatePushConfig(config), V03)
+            let q: v03::TaskPushNotificationConfig = decode_str(params, p)?;
+            (Op::CreatePushConfig(q.into_v1()), V03)
         }
         "tasks/pushNotificationConfig/get" => {
-            let p: v03::PushConfigParams = decode(params, "params")?;
-            // 0.3 let `get` omit the config id: the task's default config (id = task id) is meant.
-            let id = p.push_notification_config_id.unwrap_or_else(|| p.id.clone());
-            (Op::GetPushConfig(GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id: p.id, id }), V03)
+            let q: v03::PushConfigParams = decode_str(params, p)?;
+            (Op::get_push_config_03(q.id, q.push_notification_config_id), V03)
         }
         "tasks/pushNotificationConfig/list" => {
-            let p: v03::TaskIdParams = decode(params, "params")?;
-            (Op::ListPushConfigs(ListTaskPushNotificationConfigsRequest { task_id: p.id, ..Default::default() }), V03)
+            let q: v03::TaskIdParams = decode_str(params, p)?;
+            (Op::ListPushConfigs(ListTaskPushNotificationConfigsRequest { task_id: q.id, ..Default::default() }), V03)
         }
         "tasks/pushNotificationConfig/delete" => {
-            let p: v03::PushConfigParams = decode(params, "params")?;
-            let id = p
-                .push_notification_config_id
-                .ok_or_else(|| A2aError::invalid_field("params.pushNotificationConfigId", "is required"))?;
-            (
-                Op::DeletePushConfig(DeleteTaskPushNotificationConfigRequest {
-                    tenant: String::new(),
-                    task_id: p.id,
-                    id,
-                }),
-                V03,
-            )
+            let q: v03::PushConfigParams = decode_str(params, p)?;
+            (Op::DeletePushConfig(q.delete_request("params.pushNotificationConfigId")?), V03)
         }
         "agent/getAuthenticatedExtendedCard" => (Op::GetExtendedCard, V03),
         other => return Err(A2aError::method_not_found(other)),

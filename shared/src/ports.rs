@@ -28,6 +28,28 @@ pub struct TaskRecord {
     /// spares every other task a config lookup per event.
     pub has_push: bool,
     pub created_at: DateTime<Utc>,
+    /// The request that started the current turn, while the task is still on it: a SendMessage that
+    /// repeats it is a retry. A later turn replaces it; a cancel clears it (the task moved on).
+    pub turn: Option<TurnKey>,
+}
+
+/// What tells a retried SendMessage from a new one: the `messageId` and a fingerprint of the
+/// request's content (message, inline push config, metadata).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TurnKey {
+    pub message_id: String,
+    pub fingerprint: String,
+}
+
+/// A new task's claim on its first message: `(owner, messageId)` points at the task, so that a
+/// retried SendMessage finds it (in another process too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageClaim {
+    pub owner: String,
+    pub message_id: String,
+    /// The task the claim pointed at when the caller looked (`None`: unclaimed). The claim moves to
+    /// the new task only if it still points there.
+    pub replaces: Option<String>,
 }
 
 impl TaskRecord {
@@ -61,6 +83,7 @@ impl TaskRecord {
             cancel_requested: false,
             has_push: false,
             created_at: now,
+            turn: None,
         }
     }
 }
@@ -111,8 +134,12 @@ pub struct TaskPage {
 /// Tasks, their history and their event log.
 #[async_trait]
 pub trait TaskStore: Send + Sync {
-    /// Stores a new task with its first history message; `false` (and no change) if the id exists.
-    async fn create(&self, record: TaskRecord) -> Result<bool>;
+    /// Stores a new task with its first history message and moves `claim` to it, atomically;
+    /// `false` (and no change) if the id exists or the claim no longer points where it did.
+    async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool>;
+
+    /// The task `(owner, message_id)` was last claimed by.
+    async fn claimed_task(&self, owner: &str, message_id: &str) -> Result<Option<String>>;
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>>;
 
@@ -153,8 +180,15 @@ pub trait PushConfigStore: Send + Sync {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Job {
-    /// Run the executor for the message `message_id` of task `task_id`.
-    Execute { task_id: String, message_id: String },
+    /// Run the executor for the message `message_id` of task `task_id`; `turn` is the sequence
+    /// number of the event that started the turn (0 for a new task), which tells two turns apart
+    /// whose messages share an id.
+    Execute {
+        task_id: String,
+        message_id: String,
+        #[serde(default)]
+        turn: u64,
+    },
     /// Stop the executor running task `task_id`.
     Cancel { task_id: String },
 }

@@ -3,14 +3,16 @@
 //! AIP-193 errors; SSE streams whose `data` is a StreamResponse (errors as `event: error`).
 
 use bytes::Bytes;
-use http::{header, HeaderValue, Method, StatusCode};
+use http::{Method, StatusCode};
 use serde_json::{Map, Value};
 
+use crate::auth::Principal;
 use crate::dispatch::{call, decode, Op, Output};
 use crate::error::{A2aError, ErrorKind, Result};
-use crate::http::{
-    frame_stream, is_json_content_type, json_response, rest_error, sse_response, with_task_seq, HttpResponse, Service,
+use crate::response::{
+    frame_stream, json_response, require_json, rest_error, sse_response, with_task_seq, HttpResponse,
 };
+use crate::service::Service;
 use crate::sse::Framing;
 use crate::types::TaskState;
 use crate::version::{self, Version};
@@ -101,43 +103,41 @@ fn match_segments(method: &Method, segs: &[String]) -> std::result::Result<Route
 }
 
 pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes) -> HttpResponse {
-    let path = parts.uri.path();
-    let (route, tenant) = match route(&parts.method, path) {
-        Ok(r) => r,
-        Err(NoRoute::NotFound) => {
-            return rest_error(&A2aError::new(
-                ErrorKind::MethodNotFound,
-                format!("no route for {} {path}", parts.method),
-            ));
-        }
-        Err(NoRoute::MethodNotAllowed(allow)) => {
-            let mut resp = rest_error(&A2aError::new(
-                ErrorKind::MethodNotAllowed,
-                format!("{} is not allowed on {path}; use {allow}", parts.method),
-            ));
-            resp.headers_mut().insert(header::ALLOW, HeaderValue::from_static(allow));
-            return resp;
-        }
+    let outcome = match service.authenticate(parts) {
+        Ok(principal) => serve(service, parts, body, principal).await,
+        Err(e) => Err(e),
     };
-    match serve(service, parts, body, route, tenant).await {
-        Ok(resp) => resp,
-        Err(e) => rest_error(&e),
-    }
+    outcome.unwrap_or_else(|e| rest_error(&e))
 }
 
+/// The version decides the binding: 1.0 routes (with or without a tenant), or the 0.3 binding's
+/// `/v1/` routes for a request without `A2A-Version` (0.3 clients send none).
 async fn serve(
     service: &Service,
     parts: &http::request::Parts,
     body: Bytes,
-    route: Route,
-    tenant: String,
+    principal: Principal,
 ) -> Result<HttpResponse> {
     let version = version::negotiate(&parts.headers, parts.uri.query())?;
     if version == Version::V0_3 {
-        return Err(A2aError::version_not_supported("0.3")
-            .with("hint", "A2A 0.3 is served over JSON-RPC; send A2A-Version: 1.0 for HTTP+JSON"));
+        if crate::rest03::is_v03_path(parts.uri.path()) {
+            return crate::rest03::handle(service, parts, body, principal).await;
+        }
+        return Err(A2aError::version_not_supported("0.3").with(
+            "hint",
+            "A2A 0.3 HTTP+JSON is served under /v1/ (e.g. POST /v1/message:send); send A2A-Version: 1.0 for these routes",
+        ));
     }
-    let ctx = service.call_context(parts, version)?;
+    let path = parts.uri.path();
+    let (route, tenant) = route(&parts.method, path).map_err(|no| match no {
+        NoRoute::NotFound => A2aError::new(ErrorKind::MethodNotFound, format!("no route for {} {path}", parts.method)),
+        NoRoute::MethodNotAllowed(allow) => A2aError::new(
+            ErrorKind::MethodNotAllowed,
+            format!("{} is not allowed on {path}; use {allow}", parts.method),
+        )
+        .with("allow", allow),
+    })?;
+    let ctx = service.call_context(parts, principal, version)?;
     let op = decode_op(parts, body, route, tenant)?;
     let (output, seq) = call(&service.engine, &ctx, op).await?;
     match output {
@@ -197,13 +197,12 @@ fn decode_op(parts: &http::request::Parts, body: Bytes, route: Route, tenant: St
     })
 }
 
-fn body_object(parts: &http::request::Parts, body: &[u8]) -> Result<Map<String, Value>> {
+/// The JSON object of a POST body (an empty body is an empty object).
+pub(crate) fn body_object(parts: &http::request::Parts, body: &[u8]) -> Result<Map<String, Value>> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Map::new());
     }
-    if !is_json_content_type(&parts.headers) {
-        return Err(A2aError::invalid_request("Content-Type must be application/json"));
-    }
+    require_json(&parts.headers)?;
     match serde_json::from_slice(body) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Err(A2aError::invalid_request("the request body must be a JSON object")),
@@ -213,7 +212,7 @@ fn body_object(parts: &http::request::Parts, body: &[u8]) -> Result<Map<String, 
 
 /// Query parameters per spec §11: camelCase names, numbers and booleans as strings, enums by name
 /// or short form (`status=working`), timestamps as ISO 8601. Unknown parameters are ignored.
-fn query_object(query: Option<&str>) -> Result<Map<String, Value>> {
+pub(crate) fn query_object(query: Option<&str>) -> Result<Map<String, Value>> {
     let mut out = Map::new();
     let Some(query) = query else { return Ok(out) };
     for pair in query.split('&').filter(|p| !p.is_empty()) {

@@ -4,9 +4,10 @@
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::error::A2aError;
+use crate::rpc_id::{error_body, result_body, RpcId};
 use crate::types::StreamResponse;
 use crate::v03;
 
@@ -41,34 +42,39 @@ pub fn frame(id: Option<u64>, event: Option<&str>, data: &str) -> Bytes {
 }
 
 /// How a binding writes stream events: HTTP+JSON sends the StreamResponse itself (errors as
-/// `event: error` with an AIP-193 body); JSON-RPC wraps each in a response carrying the request id,
-/// in the payload version of the method that opened the stream.
+/// `event: error` with an AIP-193 body), in 1.0 ProtoJSON or in the 0.3 proto's JSON; JSON-RPC wraps
+/// each in a response carrying the request id, in the payload version of the method that opened
+/// the stream.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "binding", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Framing {
     Rest,
-    JsonRpc { id: Value, v03: bool },
+    /// The 0.3 HTTP+JSON binding: the 0.3 proto's StreamResponse JSON.
+    Rest03,
+    JsonRpc {
+        id: RpcId,
+        v03: bool,
+    },
 }
 
 impl Framing {
     pub fn event(&self, seq: Option<u64>, event: &StreamResponse) -> Bytes {
         match self {
             Self::Rest => frame(seq, None, &serde_json::to_string(event).unwrap_or_default()),
+            Self::Rest03 => frame(seq, None, &v03::proto::event_out(event).to_string()),
             Self::JsonRpc { id, v03 } => {
                 let result =
                     if *v03 { serde_json::to_value(v03::Event::from(event)) } else { serde_json::to_value(event) };
-                let body = json!({"jsonrpc": "2.0", "id": id, "result": result.unwrap_or(Value::Null)});
-                frame(seq, None, &body.to_string())
+                let body = result_body(id, &result.unwrap_or(Value::Null));
+                frame(seq, None, &String::from_utf8_lossy(&body))
             }
         }
     }
 
     pub fn error(&self, err: &A2aError) -> Bytes {
         match self {
-            Self::Rest => frame(None, Some("error"), &err.to_rest().to_string()),
-            Self::JsonRpc { id, .. } => {
-                frame(None, None, &json!({"jsonrpc": "2.0", "id": id, "error": err.to_jsonrpc()}).to_string())
-            }
+            Self::Rest | Self::Rest03 => frame(None, Some("error"), &err.to_rest().to_string()),
+            Self::JsonRpc { id, .. } => frame(None, None, &String::from_utf8_lossy(&error_body(id, &err.to_jsonrpc()))),
         }
     }
 }
@@ -112,6 +118,10 @@ mod tests {
         assert_eq!(&frame(None, Some("error"), "a\nb")[..], b"event: error\ndata: a\ndata: b\n\n");
     }
 
+    fn rpc(text: &str) -> RpcId {
+        RpcId::from_value(&serde_json::from_str(text).unwrap()).unwrap()
+    }
+
     #[test]
     fn framing_per_binding() {
         use crate::types::{TaskState, TaskStatus, TaskStatusUpdateEvent};
@@ -124,12 +134,12 @@ mod tests {
         });
         let rest = Framing::Rest.event(Some(4), &ev);
         assert!(rest.starts_with(b"id: 4\ndata: {\"statusUpdate\":"), "{rest:?}");
-        let rpc = Framing::JsonRpc { id: json!("r"), v03: false }.event(Some(4), &ev);
-        assert!(String::from_utf8_lossy(&rpc).contains(r#""id":"r","result":{"statusUpdate""#));
-        let old = String::from_utf8_lossy(&Framing::JsonRpc { id: json!(1), v03: true }.event(None, &ev)).into_owned();
+        let framed = Framing::JsonRpc { id: rpc("\"r\""), v03: false }.event(Some(4), &ev);
+        assert!(String::from_utf8_lossy(&framed).contains(r#""id":"r","result":{"statusUpdate""#));
+        let old = String::from_utf8_lossy(&Framing::JsonRpc { id: rpc("1"), v03: true }.event(None, &ev)).into_owned();
         assert!(old.contains(r#""kind":"status-update""#) && old.contains(r#""final":true"#), "{old}");
         let err = A2aError::task_not_found("t");
         assert!(Framing::Rest.error(&err).starts_with(b"event: error\n"));
-        assert!(String::from_utf8_lossy(&Framing::JsonRpc { id: json!(1), v03: false }.error(&err)).contains("-32001"));
+        assert!(String::from_utf8_lossy(&Framing::JsonRpc { id: rpc("1"), v03: false }.error(&err)).contains("-32001"));
     }
 }

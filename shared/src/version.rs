@@ -40,7 +40,8 @@ impl Version {
 }
 
 const VERSION_NAMES: [&str; 2] = ["a2a-version", "opvs-version"];
-const EXTENSION_NAMES: [&str; 2] = ["a2a-extensions", "opvs-extensions"];
+/// `X-A2A-Extensions` is the 0.3 spelling.
+const EXTENSION_NAMES: [&str; 3] = ["a2a-extensions", "opvs-extensions", "x-a2a-extensions"];
 
 fn header<'a>(headers: &'a HeaderMap, names: &[&str]) -> Option<&'a str> {
     names.iter().find_map(|n| headers.get(*n)).and_then(|v| v.to_str().ok())
@@ -126,5 +127,8 @@ mod tests {
         assert!(negotiate(&h, None).is_err());
         h.insert("A2A-Extensions", "urn:a, urn:b".parse().unwrap());
         assert_eq!(requested_extensions(&h, None), vec!["urn:a", "urn:b"]);
+        let mut old = HeaderMap::new();
+        old.insert("X-A2A-Extensions", "urn:c".parse().unwrap());
+        assert_eq!(requested_extensions(&old, None), vec!["urn:c"]);
     }
 }

@@ -1,7 +1,8 @@
 //! Webhook rules shared by every deliverer: which addresses a webhook may reach (the SSRF guard),
 //! how long to wait before the next attempt (exponential backoff with full jitter, capped at SQS's
 //! 900 s), and what a notification looks like on the wire (spec §4.3: the StreamResponse as the
-//! HTTP+JSON binding writes it, with the config's `Authorization` and `A2A-Notification-Token`).
+//! HTTP+JSON binding writes it, with the config's `Authorization` and `A2A-Notification-Token`; for
+//! a config registered through 0.3, the 0.3 `kind`-tagged task, as the 0.3 reference sends).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::time::Duration;
@@ -183,7 +184,12 @@ impl RetryPolicy {
 
 /// The body and headers of a notification.
 pub fn notification(job: &PushJob) -> (Vec<u8>, Vec<(&'static str, String)>) {
-    let body = serde_json::to_vec(&job.event.event).unwrap_or_default();
+    let body = if job.config.v03_payloads {
+        serde_json::to_vec(&crate::v03::Event::from(&job.event.event))
+    } else {
+        serde_json::to_vec(&job.event.event)
+    };
+    let body = body.unwrap_or_default();
     let mut headers = vec![("content-type", "application/json".to_string())];
     if let Some(auth) = &job.config.authentication {
         let value = if auth.credentials.is_empty() {

@@ -3,167 +3,18 @@
 //! Router-level tests: requests go through `Service::handle` (no socket) against the embedded
 //! engine with the conformance agent, and assertions are on what a client sees on the wire.
 
+mod harness;
+
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a::auth::{Anonymous, ApiKeyAuth, Authenticator};
 use a2a::card::default_card;
-use a2a::embedded::{start, Embedded, EmbeddedConfig};
-use a2a::engine::EngineConfig;
-use a2a::executor::ConformanceAgent;
-use a2a::http::{Body, Limits};
-use a2a::types::{AgentCard, AgentExtension};
+use a2a::http::Body;
+use a2a::types::AgentExtension;
 use bytes::Bytes;
 use futures::StreamExt;
+use harness::*;
 use serde_json::{json, Value};
-
-struct Agent {
-    embedded: Embedded,
-}
-
-#[derive(Default)]
-struct Setup {
-    api_keys: Option<&'static str>,
-    extended: bool,
-    card: Option<AgentCard>,
-    max_body: Option<usize>,
-    blocking_timeout: Option<Duration>,
-}
-
-async fn agent() -> Agent {
-    agent_with(Setup::default()).await
-}
-
-async fn agent_with(setup: Setup) -> Agent {
-    let auth: Arc<dyn Authenticator> = match setup.api_keys {
-        Some(spec) => Arc::new(ApiKeyAuth::new("X-API-Key", ApiKeyAuth::parse_pairs(spec)).unwrap()),
-        None => Arc::new(Anonymous),
-    };
-    let mut conformance = ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock));
-    conformance.long_task = Duration::from_millis(1500);
-    let extended = setup.extended.then(|| AgentCard { name: "Extended".into(), ..default_card() });
-    let embedded = start(EmbeddedConfig {
-        public_url: "http://agent.test".into(),
-        card: setup.card.unwrap_or_else(default_card),
-        extended_card: extended,
-        executor: Arc::new(conformance),
-        auth,
-        engine: EngineConfig {
-            blocking_timeout: setup.blocking_timeout.unwrap_or(Duration::from_secs(10)),
-            cancel_timeout: Duration::from_secs(2),
-            ..Default::default()
-        },
-        limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20), keep_alive: Duration::from_millis(200) },
-        backend: Default::default(),
-        max_tasks: 10_000,
-        webhook_allow: Default::default(),
-        push_retry: Default::default(),
-        push_timeout: Duration::from_secs(2),
-        edge: None,
-    })
-    .await
-    .unwrap();
-    Agent { embedded }
-}
-
-struct Resp {
-    status: u16,
-    headers: http::HeaderMap,
-    body: Value,
-    raw: Bytes,
-}
-
-/// One SSE event: (id, event name, data).
-type Sse = Vec<(Option<u64>, Option<String>, Value)>;
-
-impl Agent {
-    async fn send(
-        &self,
-        method: &str,
-        path: &str,
-        headers: &[(&str, &str)],
-        body: Option<&str>,
-    ) -> (u16, http::HeaderMap, Body) {
-        let mut req = http::Request::builder().method(method).uri(path);
-        for (k, v) in headers {
-            req = req.header(*k, *v);
-        }
-        let req = req.body(Bytes::from(body.unwrap_or("").to_string())).unwrap();
-        let resp = self.embedded.service.handle(req).await;
-        let (parts, body) = resp.into_parts();
-        (parts.status.as_u16(), parts.headers, body)
-    }
-
-    async fn call(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
-        let (status, headers, body) = self.send(method, path, headers, body).await;
-        let raw = body.bytes();
-        let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
-        Resp { status, headers, body, raw }
-    }
-
-    /// JSON-RPC with the 1.0 version header.
-    async fn rpc(&self, method: &str, params: Value) -> Value {
-        self.rpc_with(method, params, &[("A2A-Version", "1.0")]).await
-    }
-
-    async fn rpc_with(&self, method: &str, params: Value, headers: &[(&str, &str)]) -> Value {
-        let mut h = vec![("content-type", "application/json")];
-        h.extend_from_slice(headers);
-        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params}).to_string();
-        let r = self.call("POST", "/", &h, Some(&body)).await;
-        assert_eq!(r.body["id"], 7, "{}", r.body);
-        r.body
-    }
-
-    /// REST with the 1.0 version header.
-    async fn rest(&self, method: &str, path: &str, body: Option<Value>) -> Resp {
-        let body = body.map(|b| b.to_string());
-        self.call(method, path, &[("A2A-Version", "1.0"), ("content-type", "application/json")], body.as_deref()).await
-    }
-
-    async fn sse(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> (u16, Sse) {
-        let (status, h, body) = self.send(method, path, headers, body).await;
-        match body {
-            Body::Sse(stream) => {
-                assert_eq!(h["content-type"], "text/event-stream");
-                let chunks: Vec<Bytes> =
-                    tokio::time::timeout(Duration::from_secs(20), stream.collect()).await.expect("stream ended");
-                let text: String = chunks.iter().map(|c| String::from_utf8_lossy(c).into_owned()).collect();
-                (status, parse_sse(&text))
-            }
-            Body::Full(b) => {
-                (status, vec![(None, Some("body".into()), serde_json::from_slice(&b).unwrap_or(Value::Null))])
-            }
-        }
-    }
-}
-
-fn parse_sse(text: &str) -> Sse {
-    text.split("\n\n")
-        .filter(|block| !block.trim().is_empty() && !block.starts_with(':'))
-        .map(|block| {
-            let (mut id, mut event, mut data) = (None, None, String::new());
-            for line in block.lines() {
-                if let Some(v) = line.strip_prefix("id: ") {
-                    id = v.parse().ok();
-                } else if let Some(v) = line.strip_prefix("event: ") {
-                    event = Some(v.to_string());
-                } else if let Some(v) = line.strip_prefix("data: ") {
-                    data.push_str(v);
-                }
-            }
-            (id, event, serde_json::from_str(&data).unwrap())
-        })
-        .collect()
-}
-
-fn msg(id: &str, text: &str) -> Value {
-    json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": text}]})
-}
-
-fn reason(err: &Value) -> &str {
-    err["data"][0]["reason"].as_str().or_else(|| err["error"]["details"][0]["reason"].as_str()).unwrap_or("")
-}
 
 // ---------------------------------------------------------------------------------------------
 
@@ -269,11 +120,12 @@ async fn multi_turn_input_required_and_task_rules() {
     let t = &v["result"]["task"];
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
     assert_eq!(t["contextId"], context_id);
-    assert_eq!(t["history"].as_array().unwrap().len(), 4, "user, agent question, user answer, agent answer: {t}");
+    assert_eq!(t["history"].as_array().unwrap().len(), 3, "user, agent question, user answer: {t}");
+    assert_eq!(t["artifacts"][0]["parts"][0]["text"], "NYC", "the follow-up ran as its own messageId says: {t}");
 
     // A repeated follow-up is not replayed: the task comes back as it stands.
     let v = a.rpc("SendMessage", follow).await;
-    assert_eq!(v["result"]["task"]["history"].as_array().unwrap().len(), 4, "{v}");
+    assert_eq!(v["result"]["task"]["history"].as_array().unwrap().len(), 3, "{v}");
     // Terminal tasks take no more messages; unknown tasks are not found.
     let late = json!({"message": {"messageId": "follow-2", "role": "ROLE_USER", "taskId": task_id, "parts": [{"text": "more"}]}});
     let v = a.rpc("SendMessage", late).await;
@@ -705,7 +557,11 @@ async fn bad_input_gets_precise_errors() {
     }
     // Content type refused before parsing; body over the limit refused.
     let r = a.call("POST", "/", &[("content-type", "text/plain")], Some("{}")).await;
-    assert_eq!((r.status, r.body["error"]["code"].as_i64()), (415, Some(-32600)));
+    assert_eq!((r.status, r.body["error"]["code"].as_i64()), (415, Some(-32005)));
+    assert_eq!(reason(&r.body["error"]), "CONTENT_TYPE_NOT_SUPPORTED");
+    let r =
+        a.call("POST", "/message:send", &[("content-type", "text/plain"), ("A2A-Version", "1.0")], Some("{}")).await;
+    assert_eq!((r.status, r.body["error"]["status"].as_str()), (415, Some("INVALID_ARGUMENT")));
     let big = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{{"id":"{}"}}}}"#, "x".repeat(5000));
     let r = a.call("POST", "/", &json_ct, Some(&big)).await;
     assert_eq!(r.status, 413);

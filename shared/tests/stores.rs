@@ -62,6 +62,7 @@ fn record(id: &str, owner: &str, ctx: &str, minutes: i64) -> TaskRecord {
         cancel_requested: false,
         has_push: false,
         created_at: at,
+        turn: None,
     }
 }
 
@@ -71,11 +72,42 @@ async fn record_events(store: &dyn TaskStore, id: &str, events: Vec<AgentEvent>)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_claims_move_only_from_where_they_pointed() {
+    for s in all_stores().await {
+        let owner = format!("o-{}", uuid::Uuid::new_v4());
+        let (a, b, c) = (format!("a-{owner}"), format!("b-{owner}"), format!("c-{owner}"));
+        let claim = |replaces: Option<&str>| MessageClaim {
+            owner: owner.clone(),
+            message_id: "m1".into(),
+            replaces: replaces.map(str::to_string),
+        };
+        assert_eq!(s.tasks.claimed_task(&owner, "m1").await.unwrap(), None, "{}", s.name);
+        let mut first = record(&a, &owner, "ctx", 0);
+        first.turn = Some(TurnKey { message_id: "m1".into(), fingerprint: "f1".into() });
+        assert!(s.tasks.create(first, Some(&claim(None))).await.unwrap(), "{}", s.name);
+        assert_eq!(s.tasks.claimed_task(&owner, "m1").await.unwrap().as_deref(), Some(a.as_str()), "{}", s.name);
+        assert_eq!(s.tasks.claimed_task("someone-else", "m1").await.unwrap(), None, "{}: per owner", s.name);
+        let turn = s.tasks.load(&a).await.unwrap().unwrap().turn.unwrap();
+        assert_eq!(turn.fingerprint, "f1", "{}: the turn key is stored", s.name);
+        // A racer that still believes the message unclaimed loses, and nothing is stored.
+        assert!(!s.tasks.create(record(&b, &owner, "ctx", 0), Some(&claim(None))).await.unwrap(), "{}", s.name);
+        assert!(s.tasks.load(&b).await.unwrap().is_none(), "{}", s.name);
+        // One that saw the current claim moves it.
+        assert!(s.tasks.create(record(&c, &owner, "ctx", 0), Some(&claim(Some(&a)))).await.unwrap(), "{}", s.name);
+        assert_eq!(s.tasks.claimed_task(&owner, "m1").await.unwrap().as_deref(), Some(c.as_str()), "{}", s.name);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create_load_update_and_event_log() {
     for s in all_stores().await {
         let id = format!("task-{}", uuid::Uuid::new_v4());
-        assert!(s.tasks.create(record(&id, "alice", "ctx", 0)).await.unwrap(), "{}", s.name);
-        assert!(!s.tasks.create(record(&id, "alice", "ctx", 0)).await.unwrap(), "{}: create is conditional", s.name);
+        assert!(s.tasks.create(record(&id, "alice", "ctx", 0), None).await.unwrap(), "{}", s.name);
+        assert!(
+            !s.tasks.create(record(&id, "alice", "ctx", 0), None).await.unwrap(),
+            "{}: create is conditional",
+            s.name
+        );
         let art = Artifact::new(vec![Part::text("a")]).with_name("out");
         let more = Artifact { parts: vec![Part::text("b")], ..art.clone() };
         let c = record_events(
@@ -115,7 +147,7 @@ async fn create_load_update_and_event_log() {
         assert!(s.tasks.load("missing").await.unwrap().is_none());
         // A replacement (append false) starts the artifact over.
         let id2 = format!("task-{}", uuid::Uuid::new_v4());
-        s.tasks.create(record(&id2, "alice", "ctx", 0)).await.unwrap();
+        s.tasks.create(record(&id2, "alice", "ctx", 0), None).await.unwrap();
         let a1 = Artifact::new(vec![Part::text("old")]);
         let a2 = Artifact { parts: vec![Part::text("new")], ..a1.clone() };
         record_events(
@@ -137,7 +169,7 @@ async fn create_load_update_and_event_log() {
 async fn fifty_concurrent_writers_lose_nothing() {
     for s in all_stores().await {
         let id = format!("task-{}", uuid::Uuid::new_v4());
-        s.tasks.create(record(&id, "alice", "ctx", 0)).await.unwrap();
+        s.tasks.create(record(&id, "alice", "ctx", 0), None).await.unwrap();
         let mut handles = Vec::new();
         for i in 0..50 {
             let (store, id) = (s.tasks.clone(), id.clone());
@@ -189,14 +221,14 @@ async fn list_pages_through_every_filter() {
         // Seven tasks of one owner, one minute apart; contexts alternate; every third completes.
         for i in 0..7 {
             let id = format!("{owner}-t{i}");
-            s.tasks.create(record(&id, &owner, if i % 2 == 0 { "even" } else { "odd" }, i)).await.unwrap();
+            s.tasks.create(record(&id, &owner, if i % 2 == 0 { "even" } else { "odd" }, i), None).await.unwrap();
             if i % 3 == 0 {
                 let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() + Days::minutes(i);
                 let ev = vec![AgentEvent::Status { state: TaskState::Completed, message: None }];
                 s.tasks.update(&id, &|r| apply_all(r, &ev, at)).await.unwrap();
             }
         }
-        s.tasks.create(record("someone-else", "bob", "even", 3)).await.unwrap();
+        s.tasks.create(record("someone-else", "bob", "even", 3), None).await.unwrap();
         let q = TaskQuery { owner: owner.clone(), page_size: 3, ..Default::default() };
 
         let (ids, sizes, total) = page_all(s.tasks.as_ref(), q.clone()).await;
@@ -244,8 +276,8 @@ async fn list_pages_through_every_filter() {
             assert_eq!(err.kind, ErrorKind::InvalidParams, "{}: {bad}", s.name);
             assert!(err.message.contains("pageToken"), "{}", err.message);
         }
-        s.other.create(record("o1", &owner, "even", 0)).await.unwrap();
-        s.other.create(record("o2", &owner, "even", 1)).await.unwrap();
+        s.other.create(record("o1", &owner, "even", 0), None).await.unwrap();
+        s.other.create(record("o2", &owner, "even", 1), None).await.unwrap();
         let foreign = s.other.list(&TaskQuery { page_size: 1, ..q.clone() }).await.unwrap().next_page_token;
         assert!(!foreign.is_empty());
         assert_eq!(
@@ -294,7 +326,7 @@ async fn items_over_400_kb_are_refused_and_long_tasks_are_fine() {
     }
     let store = common::dynamo_store("s").await;
     let id = "big";
-    store.create(record(id, "alice", "ctx", 0)).await.unwrap();
+    store.create(record(id, "alice", "ctx", 0), None).await.unwrap();
     // One event of 450 KB: refused with a clear error, the task untouched.
     let huge = Message::agent_text("x".repeat(450 * 1024));
     let err = record_events(store.as_ref(), id, vec![AgentEvent::Message(huge)]).await.unwrap_err();

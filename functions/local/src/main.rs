@@ -135,7 +135,7 @@ fn main() -> Result<(), String> {
             BackendKind::Aws => Backend::Aws(AwsOptions {
                 settings: AwsSettings { push_max_attempts: args.push_max_attempts.max(1), ..AwsSettings::from_env() },
                 create_resources: args.create_resources,
-                poll: PollSettings::default(),
+                poll: PollSettings::from_env(),
             }),
         };
         let edge =

@@ -23,6 +23,8 @@ struct Entry {
 /// oldest finished tasks are evicted, so a long-running local server keeps a bounded footprint.
 pub struct MemoryTaskStore {
     tasks: RwLock<HashMap<String, Arc<Mutex<Entry>>>>,
+    /// `(owner, messageId)` → the task that message created (see [`MessageClaim`]).
+    claims: Mutex<HashMap<(String, String), String>>,
     /// Task ids in creation order, for eviction.
     order: Mutex<VecDeque<String>>,
     max_tasks: usize,
@@ -46,6 +48,7 @@ impl MemoryTaskStore {
     pub fn with_max_tasks(max_tasks: usize) -> Self {
         Self {
             tasks: RwLock::new(HashMap::new()),
+            claims: Mutex::new(HashMap::new()),
             order: Mutex::new(VecDeque::new()),
             max_tasks: max_tasks.max(1),
             tokens: PageTokens::random(),
@@ -60,9 +63,10 @@ impl MemoryTaskStore {
         while self.tasks.read().len() > self.max_tasks && budget > 0 {
             budget -= 1;
             let Some(id) = order.pop_front() else { break };
-            let finished = self.entry(&id).is_some_and(|e| e.lock().record.state().is_terminal());
-            if finished {
+            let finished = self.entry(&id).filter(|e| e.lock().record.state().is_terminal());
+            if let Some(entry) = finished {
                 self.tasks.write().remove(&id);
+                self.release_claim(&entry.lock().record);
             } else if self.tasks.read().contains_key(&id) {
                 order.push_back(id);
             }
@@ -77,6 +81,16 @@ impl MemoryTaskStore {
         self.len() == 0
     }
 
+    /// Drops the claim of an evicted task's first message, if it still points at the task.
+    fn release_claim(&self, record: &TaskRecord) {
+        let Some(first) = record.task.history.first() else { return };
+        let key = (record.owner.clone(), first.message_id.clone());
+        let mut claims = self.claims.lock();
+        if claims.get(&key) == Some(&record.task.id) {
+            claims.remove(&key);
+        }
+    }
+
     fn entry(&self, task_id: &str) -> Option<Arc<Mutex<Entry>>> {
         self.tasks.read().get(task_id).cloned()
     }
@@ -84,12 +98,20 @@ impl MemoryTaskStore {
 
 #[async_trait]
 impl TaskStore for MemoryTaskStore {
-    async fn create(&self, record: TaskRecord) -> Result<bool> {
+    async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
         let id = record.task.id.clone();
         {
             let mut tasks = self.tasks.write();
+            let mut claims = self.claims.lock();
             if tasks.contains_key(&id) {
                 return Ok(false);
+            }
+            if let Some(c) = claim {
+                let key = (c.owner.clone(), c.message_id.clone());
+                if claims.get(&key) != c.replaces.as_ref() {
+                    return Ok(false);
+                }
+                claims.insert(key, id.clone());
             }
             tasks.insert(id.clone(), Arc::new(Mutex::new(Entry { record, events: Vec::new() })));
         }
@@ -98,6 +120,10 @@ impl TaskStore for MemoryTaskStore {
             self.evict();
         }
         Ok(true)
+    }
+
+    async fn claimed_task(&self, owner: &str, message_id: &str) -> Result<Option<String>> {
+        Ok(self.claims.lock().get(&(owner.to_string(), message_id.to_string())).cloned())
     }
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {
@@ -323,9 +349,9 @@ mod tests {
     #[tokio::test]
     async fn evicts_oldest_finished_tasks_only() {
         let store = MemoryTaskStore::with_max_tasks(3);
-        store.create(record("running", TaskState::Working)).await.unwrap();
+        store.create(record("running", TaskState::Working), None).await.unwrap();
         for i in 0..10 {
-            store.create(record(&format!("done{i}"), TaskState::Completed)).await.unwrap();
+            store.create(record(&format!("done{i}"), TaskState::Completed), None).await.unwrap();
         }
         assert_eq!(store.len(), 3);
         assert!(store.load("running").await.unwrap().is_some(), "unfinished tasks are kept");

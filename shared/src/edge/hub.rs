@@ -354,7 +354,8 @@ mod tests {
         log.accept((1..=5).map(|s| status(s, TaskState::Working)).collect(), 0);
         let (_, frames) = Subscriber::start(spec(None, 3, false), &log).unwrap();
         assert_eq!(ids(&frames), ["4", "5"]);
-        let framing = Framing::JsonRpc { id: serde_json::json!(7), v03: true };
+        let framing =
+            Framing::JsonRpc { id: crate::rpc_id::RpcId::from_value(&serde_json::json!(7)).unwrap(), v03: true };
         let (_, frames) =
             Subscriber::start(SubscribeSpec { framing, opening: None, after: 4, hold_opening: false, known: 5 }, &log)
                 .unwrap();

@@ -62,6 +62,11 @@ pub fn classify(method: &Method, path: &str, query: Option<&str>, body: &[u8]) -
         Some(q) => format!("{p}?{q}"),
         None => p.to_string(),
     };
+    // `/v1/…` is the 0.3 HTTP+JSON binding (or a tenant named v1): the origin tells them apart by
+    // the version header and streams those itself.
+    if crate::rest03::is_v03_path(path) {
+        return EdgeRoute::Proxy;
+    }
     let call = if path == "/" {
         if method != Method::POST {
             return EdgeRoute::Proxy;
@@ -127,7 +132,7 @@ fn jsonrpc_call(body: &[u8], origin_path: String) -> Option<StreamCall> {
     if req.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return None;
     }
-    let id = req.get("id").filter(|id| id.is_string() || id.is_number())?.clone();
+    let id = crate::rpc_id::RpcId::from_value(req.get("id")?)?;
     let method = req.get("method").and_then(Value::as_str)?.to_string();
     let params = req.entry("params").or_insert_with(|| Value::Object(Map::new())).as_object_mut()?;
     let (kind, v03, origin_method) = match method.as_str() {
@@ -189,7 +194,7 @@ pub fn plan(call: &StreamCall, reply: OriginReply<'_>, last_event_id: Option<u64
         return Plan::Fallback;
     };
     let result = match &call.framing {
-        Framing::Rest => body,
+        Framing::Rest | Framing::Rest03 => body,
         Framing::JsonRpc { .. } => {
             if body.get("error").is_some() {
                 return Plan::PassThrough;
@@ -264,7 +269,7 @@ pub fn plan(call: &StreamCall, reply: OriginReply<'_>, last_event_id: Option<u64
 /// An error response in the shape of the client's binding.
 pub fn error_response(framing: &Framing, err: &A2aError) -> HttpResponse {
     match framing {
-        Framing::Rest => rest_error(err),
+        Framing::Rest | Framing::Rest03 => rest_error(err),
         Framing::JsonRpc { id, .. } => jsonrpc_error_response(id, err),
     }
 }
@@ -273,6 +278,10 @@ pub fn error_response(framing: &Framing, err: &A2aError) -> HttpResponse {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn rpc(v: Value) -> crate::rpc_id::RpcId {
+        crate::rpc_id::RpcId::from_value(&v).unwrap()
+    }
 
     fn stream(route: EdgeRoute) -> StreamCall {
         match route {
@@ -337,7 +346,7 @@ mod tests {
             None,
             br#"{"jsonrpc":"2.0","id":"a","method":"SendStreamingMessage","params":{"message":{"messageId":"m"}}}"#,
         ));
-        assert_eq!(call.framing, Framing::JsonRpc { id: json!("a"), v03: false });
+        assert_eq!(call.framing, Framing::JsonRpc { id: rpc(json!("a")), v03: false });
         let body = body_of(&call);
         assert_eq!(
             (body["method"].as_str(), &body["params"]["configuration"]["returnImmediately"]),
@@ -350,7 +359,7 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":2,"method":"message/stream","params":{"message":{"taskId":"t","messageId":"m"}}}"#,
         ));
         assert!(!call.new_task);
-        assert_eq!(call.framing, Framing::JsonRpc { id: json!(2), v03: true });
+        assert_eq!(call.framing, Framing::JsonRpc { id: rpc(json!(2)), v03: true });
         assert_eq!(body_of(&call)["params"]["configuration"]["blocking"], false);
         assert_eq!(body_of(&call)["method"], "message/send");
         let call = stream(classify(

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 
 use crate::error::{A2aError, Result};
-use crate::ports::TaskRecord;
+use crate::ports::{TaskRecord, TurnKey};
 use crate::types::{
     Artifact, Message, Role, StreamResponse, TaskArtifactUpdateEvent, TaskState, TaskStatus, TaskStatusUpdateEvent,
 };
@@ -21,8 +21,9 @@ pub enum AgentEvent {
         last_chunk: bool,
     },
     Message(Message),
-    /// A client message that opens a new turn on an existing task (recorded by SendMessage).
-    UserTurn(Message),
+    /// A client message that opens a new turn on an existing task (recorded by SendMessage), with
+    /// the key a retry of that request repeats.
+    UserTurn(Message, TurnKey),
 }
 
 /// Applies `events` in order and returns the stream events they produce.
@@ -66,7 +67,7 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
             rec.task.status = status.clone();
             StreamResponse::StatusUpdate(TaskStatusUpdateEvent { task_id, context_id, status, metadata: None })
         }
-        AgentEvent::UserTurn(message) => {
+        AgentEvent::UserTurn(message, key) => {
             if !state.is_interrupted() {
                 return Err(A2aError::unsupported(format!(
                     "task {task_id} is {state}: it accepts a new message only when it waits for input (INPUT_REQUIRED or AUTH_REQUIRED)"
@@ -75,6 +76,7 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
             }
             let message = stamp(rec, message.clone(), Role::User);
             rec.task.history.push(message);
+            rec.turn = Some(key.clone());
             let status = TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(now) };
             rec.task.status = status.clone();
             StreamResponse::StatusUpdate(TaskStatusUpdateEvent { task_id, context_id, status, metadata: None })

@@ -12,6 +12,7 @@ use crate::auth::{Authenticator, Principal};
 use crate::card::CardService;
 use crate::error::Result;
 use crate::ports::*;
+use crate::types::StreamResponse;
 use crate::version::Version;
 use crate::webhook::WebhookPolicy;
 
@@ -151,9 +152,18 @@ impl Recorder {
                 return;
             }
         };
+        // 0.3 webhooks get the task as it stands (see `TaskPushNotificationConfig::v03_payloads`).
+        let snapshot = match configs.iter().any(|c| c.v03_payloads) {
+            true => self.store.load(task_id).await.ok().flatten().map(|r| r.task),
+            false => None,
+        };
         for config in configs {
             for event in &committed.events {
-                let job = PushJob { config: config.clone(), event: event.clone(), attempt: 1 };
+                let event = match (&snapshot, config.v03_payloads) {
+                    (Some(task), true) => EventRecord { seq: event.seq, event: StreamResponse::Task(task.clone()) },
+                    _ => event.clone(),
+                };
+                let job = PushJob { config: config.clone(), event, attempt: 1 };
                 if let Err(e) = queue.enqueue(job, Duration::ZERO).await {
                     tracing::error!(task_id, error = %e, "cannot queue push delivery");
                 }

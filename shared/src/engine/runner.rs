@@ -38,7 +38,7 @@ impl Runner {
     /// staying WORKING forever (its agent may have had side effects, so it is not run again).
     pub async fn handle_attempt(&self, job: Job, attempt: u32) -> Result<()> {
         match job {
-            Job::Execute { task_id, message_id } => self.execute(&task_id, &message_id, attempt).await,
+            Job::Execute { task_id, message_id, .. } => self.execute(&task_id, &message_id, attempt).await,
             Job::Cancel { task_id } => {
                 if let Some(token) = self.running.lock().get(&task_id) {
                     token.cancel();

@@ -1,5 +1,6 @@
-//! The `conformance` agent: behaviour chosen by the prefix of the incoming `messageId`, so that a
-//! conformance suite can drive every protocol path (artifacts of each kind, direct messages,
+//! The `conformance` agent: behaviour chosen by the prefix of each incoming message's `messageId`
+//! (follow-ups included), as the official TCK expects, so that a conformance suite can drive every
+//! protocol path (artifacts of each kind, direct messages,
 //! multi-turn, rejection, streaming order, chunking, long-running cancellable tasks).
 
 use std::sync::Arc;
@@ -37,12 +38,8 @@ fn text_artifact() -> Artifact {
 #[async_trait]
 impl AgentExecutor for ConformanceAgent {
     async fn execute(&self, ctx: RequestContext, ev: EventSink) -> Result<(), AgentError> {
-        // A follow-up turn continues the behaviour of the message that opened the task.
-        let opener = ctx.task.history.first().map(|m| m.message_id.as_str()).unwrap_or_default();
-        if !ctx.is_new_task && opener.starts_with("tck-input-required") {
-            ev.complete(Some(Message::agent_text(format!("Input received: {}", ctx.message.text())))).await?;
-            return Ok(());
-        }
+        // Every message, a follow-up included, is routed by its own messageId (a `tck-input-required`
+        // follow-up keeps the task INPUT_REQUIRED; a `tck-complete-task` one completes it).
         let id = ctx.message.message_id.as_str();
         if id.starts_with("tck-complete-task") {
             ev.complete(Some(Message::agent_text("Hello from TCK"))).await?;

@@ -112,7 +112,7 @@ fn check(serves: Endpoint, req: &http::Request<Bytes>) -> Option<HttpResponse> {
         format!("this function serves {serves:?}; {} {} is not one of its routes", req.method(), req.uri().path()),
     );
     Some(match binding_of(req.uri().path()) {
-        Binding::JsonRpc => jsonrpc_error_response(&serde_json::Value::Null, &err),
+        Binding::JsonRpc => jsonrpc_error_response(&crate::rpc_id::RpcId::null(), &err),
         Binding::Rest => rest_error(&err),
     })
 }

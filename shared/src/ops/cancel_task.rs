@@ -25,6 +25,8 @@ pub async fn cancel_task(engine: &Engine, ctx: &CallContext, req: CancelTaskRequ
                 return Err(A2aError::not_cancelable(&r.task.id, r.state()));
             }
             r.cancel_requested = true;
+            // The task moved on: repeating the request that started the turn is no longer a retry.
+            r.turn = None;
             Ok(Vec::new())
         })
         .await?;

@@ -1,5 +1,7 @@
 //! GetExtendedAgentCard: JSON-RPC `GetExtendedAgentCard` (0.3 `agent/getAuthenticatedExtendedCard`),
-//! `GET /extendedAgentCard`, spec §3.1.11. Requires an authenticated principal.
+//! `GET /extendedAgentCard`, spec §3.1.11. Requires an authenticated principal, unless the
+//! deployment asks for no credentials at all (then the card declares no scheme to authenticate with,
+//! and the extended card is served to everyone: it is advertised only where it can be had).
 
 use crate::engine::{CallContext, Engine};
 use crate::error::{A2aError, ErrorKind, Result};
@@ -11,7 +13,7 @@ pub fn get_extended_card(engine: &Engine, ctx: &CallContext) -> Result<AgentCard
             "this agent has no extended agent card (capabilities.extendedAgentCard is false)",
         ));
     }
-    if !ctx.principal.authenticated {
+    if !ctx.principal.authenticated && !engine.auth.is_open() {
         return Err(A2aError::unauthenticated(
             "the extended agent card requires authentication with a scheme the card declares",
         ));

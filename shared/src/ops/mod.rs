@@ -18,7 +18,7 @@ pub use cancel_task::cancel_task;
 pub use create_push_config::create_push_config;
 pub use delete_push_config::delete_push_config;
 pub use get_extended_card::get_extended_card;
-pub use get_push_config::get_push_config;
+pub use get_push_config::{get_default_push_config, get_push_config};
 pub use get_task::get_task;
 pub use list_push_configs::list_push_configs;
 pub use list_tasks::list_tasks;

@@ -1,13 +1,20 @@
 //! The part of SendMessage and SendStreamingMessage that starts a turn: validate the message,
 //! create the task or continue an interrupted one, store an inline push config, queue the run.
 //!
-//! SendMessage is idempotent on `messageId` (spec §3.3.1): a new task's id is derived from the
-//! caller and the messageId, so a retried request finds the task its first attempt created instead
-//! of running the agent again; a follow-up whose messageId the task already holds is not replayed.
+//! SendMessage is safe to retry (spec §3.3.1): a request that repeats the one that started the
+//! task's current turn (same principal, same `messageId`, same content: message, inline push config,
+//! metadata) while the task is still on that turn gets that task back and starts nothing; this holds
+//! across processes (the store keeps, per principal and `messageId`, which task the message
+//! created). A repeated `messageId` that is not such a retry (other content, another task, or a task
+//! that has moved on since: a later turn, a cancel) is a new message: it creates a task or a turn
+//! like any other. Clients reuse ids (the official TCK does); silently dropping such a message would
+//! lose it.
+
+use sha2::{Digest, Sha256};
 
 use crate::engine::{AgentEvent, CallContext, Engine};
-use crate::error::{A2aError, Result};
-use crate::ports::{Job, TaskRecord};
+use crate::error::{A2aError, ErrorKind, Result};
+use crate::ports::{Job, MessageClaim, TaskRecord, TurnKey};
 use crate::types::{Message, SendMessageRequest, Task, TaskState, TaskStatus, Validate};
 
 use super::create_push_config::store_push_config;
@@ -23,15 +30,75 @@ pub(super) struct Turn {
     pub duplicate: bool,
 }
 
-/// The id of the task a new message creates: a name-based UUID of (principal, messageId).
-pub fn derive_task_id(principal: &str, message_id: &str) -> String {
+/// How many times a new task races other requests for the same `messageId` before giving up.
+const CLAIM_ATTEMPTS: usize = 4;
+
+/// The id of the task a new message creates: a name-based UUID of (principal, messageId), and of
+/// the task it replaces when the messageId was used before. Deterministic, so that racing copies of
+/// one request meet on the same id.
+pub fn derive_task_id(principal: &str, message_id: &str, replaces: Option<&str>) -> String {
     const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6a2a_5e11_1e55_4a2a_8000_0000_0000_a2a0);
-    let name = format!("{}\u{0}{}", principal, message_id);
+    let name = match replaces {
+        None => format!("{principal}\u{0}{message_id}"),
+        Some(previous) => format!("{principal}\u{0}{message_id}\u{0}{previous}"),
+    };
     uuid::Uuid::new_v5(&NAMESPACE, name.as_bytes()).to_string()
+}
+
+/// The retry key of a request: its `messageId` and a digest of everything that makes it this
+/// request rather than another (response-shaping options such as `historyLength` or
+/// `returnImmediately` aside).
+pub fn turn_key(req: &SendMessageRequest) -> TurnKey {
+    let config = req.configuration.as_ref();
+    let content = serde_json::json!({
+        "tenant": req.tenant,
+        "message": req.message,
+        "push": config.and_then(|c| c.task_push_notification_config.as_ref()),
+        "modes": config.map_or(&[][..], |c| &c.accepted_output_modes[..]),
+        "metadata": req.metadata,
+    });
+    let mut canonical = String::new();
+    write_canonical(&content, &mut canonical);
+    let digest = Sha256::digest(canonical.as_bytes());
+    let fingerprint = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    TurnKey { message_id: req.message.message_id.clone(), fingerprint }
+}
+
+/// JSON with object keys sorted, so that key order does not make two equal requests differ.
+fn write_canonical(value: &serde_json::Value, out: &mut String) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(k.clone()).to_string());
+                out.push(':');
+                write_canonical(&map[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
 }
 
 pub(super) async fn start_turn(engine: &Engine, ctx: &CallContext, req: SendMessageRequest) -> Result<Turn> {
     req.validate("")?;
+    let key = turn_key(&req);
     let push = req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone());
     if push.is_some() {
         super::require_push(engine)?;
@@ -39,9 +106,9 @@ pub(super) async fn start_turn(engine: &Engine, ctx: &CallContext, req: SendMess
     let message = req.message;
     let message_id = message.message_id.clone();
     let turn = if message.task_id.is_empty() {
-        new_task(engine, ctx, message, req.metadata).await?
+        new_task(engine, ctx, message, req.metadata, key).await?
     } else {
-        next_turn(engine, ctx, message).await?
+        next_turn(engine, ctx, message, key).await?
     };
     if turn.duplicate {
         return Ok(turn);
@@ -50,8 +117,14 @@ pub(super) async fn start_turn(engine: &Engine, ctx: &CallContext, req: SendMess
         config.task_id.clone_from(&turn.snapshot.id);
         store_push_config(engine, config).await?;
     }
-    engine.queue.enqueue(Job::Execute { task_id: turn.snapshot.id.clone(), message_id }).await?;
+    let job = Job::Execute { task_id: turn.snapshot.id.clone(), message_id, turn: turn.start_seq };
+    engine.queue.enqueue(job).await?;
     Ok(turn)
+}
+
+/// A retry of the request that started `rec`'s current turn.
+fn is_retry(rec: &TaskRecord, owner: &str, key: &TurnKey) -> bool {
+    rec.owner == owner && rec.turn.as_ref() == Some(key)
 }
 
 async fn new_task(
@@ -59,41 +132,56 @@ async fn new_task(
     ctx: &CallContext,
     mut message: Message,
     metadata: Option<crate::types::Struct>,
+    key: TurnKey,
 ) -> Result<Turn> {
-    let now = engine.clock.now();
-    let task_id = derive_task_id(&ctx.principal.id, &message.message_id);
+    let owner = &ctx.principal.id;
     if message.context_id.is_empty() {
         message.context_id = uuid::Uuid::new_v4().to_string();
     }
-    message.task_id.clone_from(&task_id);
-    let task = Task {
-        id: task_id.clone(),
-        context_id: message.context_id.clone(),
-        status: TaskStatus::new(TaskState::Submitted, now),
-        artifacts: None,
-        history: vec![message],
-        metadata,
-    };
-    let record = TaskRecord {
-        task: task.clone(),
-        owner: ctx.principal.id.clone(),
-        version: 1,
-        last_seq: 0,
-        cancel_requested: false,
-        has_push: false,
-        created_at: now,
-    };
-    if engine.store.create(record).await? {
-        return Ok(Turn { snapshot: task, start_seq: 0, is_new_task: true, duplicate: false });
+    for _ in 0..CLAIM_ATTEMPTS {
+        let claimed = engine.store.claimed_task(owner, &message.message_id).await?;
+        if let Some(id) = &claimed {
+            if let Some(rec) = engine.store.load(id).await?.filter(|r| is_retry(r, owner, &key)) {
+                return Ok(Turn { start_seq: rec.last_seq, snapshot: rec.task, is_new_task: true, duplicate: true });
+            }
+        }
+        let now = engine.clock.now();
+        let task_id = derive_task_id(owner, &message.message_id, claimed.as_deref());
+        let mut first = message.clone();
+        first.task_id.clone_from(&task_id);
+        let task = Task {
+            id: task_id,
+            context_id: message.context_id.clone(),
+            status: TaskStatus::new(TaskState::Submitted, now),
+            artifacts: None,
+            history: vec![first],
+            metadata: metadata.clone(),
+        };
+        let record = TaskRecord {
+            task: task.clone(),
+            owner: owner.clone(),
+            version: 1,
+            last_seq: 0,
+            cancel_requested: false,
+            has_push: false,
+            created_at: now,
+            turn: Some(key.clone()),
+        };
+        let claim = MessageClaim { owner: owner.clone(), message_id: message.message_id.clone(), replaces: claimed };
+        if engine.store.create(record, Some(&claim)).await? {
+            return Ok(Turn { snapshot: task, start_seq: 0, is_new_task: true, duplicate: false });
+        }
+        // Another request with this messageId won the race: look again (it may be our retry).
     }
-    // The same principal sent this messageId before: answer about that task.
-    let existing = engine.load_owned(ctx, &task_id).await?;
-    Ok(Turn { start_seq: existing.last_seq, snapshot: existing.task, is_new_task: true, duplicate: true })
+    Err(A2aError::internal(format!(
+        "messageId {:?}: concurrent requests kept racing for it; retry the request",
+        message.message_id
+    )))
 }
 
-async fn next_turn(engine: &Engine, ctx: &CallContext, mut message: Message) -> Result<Turn> {
+async fn next_turn(engine: &Engine, ctx: &CallContext, mut message: Message, key: TurnKey) -> Result<Turn> {
     let rec = engine.load_owned(ctx, &message.task_id).await?;
-    if rec.task.history.iter().any(|m| m.message_id == message.message_id) {
+    if is_retry(&rec, &ctx.principal.id, &key) {
         return Ok(Turn { start_seq: rec.last_seq, snapshot: rec.task, is_new_task: false, duplicate: true });
     }
     let state = rec.state();
@@ -112,8 +200,41 @@ async fn next_turn(engine: &Engine, ctx: &CallContext, mut message: Message) -> 
     }
     message.context_id.clone_from(&rec.task.context_id);
     let task_id = rec.task.id.clone();
-    let committed = engine.recorder.record(&task_id, vec![AgentEvent::UserTurn(message)]).await?;
+    let committed = match engine.recorder.record(&task_id, vec![AgentEvent::UserTurn(message, key.clone())]).await {
+        Ok(c) => c,
+        // A concurrent copy of this very request got in first: answer as its retry.
+        Err(e) if e.kind == ErrorKind::UnsupportedOperation => {
+            let now = engine.load_owned(ctx, &task_id).await?;
+            if is_retry(&now, &ctx.principal.id, &key) {
+                return Ok(Turn { start_seq: now.last_seq, snapshot: now.task, is_new_task: false, duplicate: true });
+            }
+            return Err(e);
+        }
+        Err(e) => return Err(e),
+    };
     let start_seq = committed.events.last().map_or(rec.last_seq, |e| e.seq);
     let snapshot = engine.store.load(&task_id).await?.ok_or_else(|| A2aError::task_not_found(&task_id))?.task;
     Ok(Turn { snapshot, start_seq, is_new_task: false, duplicate: false })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn req(json: serde_json::Value) -> SendMessageRequest {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn the_key_ignores_key_order_and_response_options_but_not_content() {
+        let a = req(serde_json::json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]},
+            "metadata": {"a": 1, "b": 2}}));
+        let b = req(serde_json::json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]},
+            "metadata": {"b": 2, "a": 1}, "configuration": {"historyLength": 3, "returnImmediately": true}}));
+        let c = req(serde_json::json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "y"}]},
+            "metadata": {"a": 1, "b": 2}}));
+        assert_eq!(turn_key(&a), turn_key(&b));
+        assert_ne!(turn_key(&a), turn_key(&c));
+        assert_eq!(turn_key(&a).message_id, "m");
+    }
 }

@@ -5,12 +5,14 @@
 
 mod card;
 mod core;
+mod decode;
 mod requests;
 pub mod serde_helpers;
 mod validate;
 
 pub use self::card::*;
 pub use self::core::*;
+pub use self::decode::{decode, decode_str};
 pub use self::requests::*;
 pub use self::validate::Validate;
 

@@ -194,4 +194,8 @@ pub struct TaskPushNotificationConfig {
     pub token: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<AuthenticationInfo>,
+    /// Server-side, never on the wire: the config was registered through A2A 0.3, so its webhook
+    /// receives 0.3 payloads (the task as it stands, `kind`-tagged, as the 0.3 reference sends).
+    #[serde(skip)]
+    pub v03_payloads: bool,
 }

@@ -10,6 +10,10 @@
 //! | `E#<seq>` | event n of the log (a StreamResponse) |
 //! | `P#<configId>` | a push notification config |
 //!
+//! A claim item `PK = M#<sha256(owner, messageId)>`, `SK = M` names the task a principal's message
+//! created (`tid`), so that a retried SendMessage finds it; it moves to a new task in the same
+//! transaction that creates it, conditioned on where it pointed.
+//!
 //! Loading a task is one Query (`SK < "D"`: the task, its chunks, its history); events and configs
 //! sort after it and are read only by the operations that need them. Every change is one
 //! TransactWriteItems: the task item with a condition on its version, plus the new history, event
@@ -56,6 +60,13 @@ fn n(v: impl std::fmt::Display) -> AttributeValue {
 
 fn pk(task_id: &str) -> String {
     format!("T#{task_id}")
+}
+
+/// The partition of the claim `(owner, messageId)` → task (a digest: both are client-chosen).
+fn claim_pk(owner: &str, message_id: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{owner}\u{0}{message_id}").as_bytes());
+    format!("M#{}", digest.iter().map(|b| format!("{b:02x}")).collect::<String>())
 }
 
 fn get_s<'a>(item: &'a Item, key: &str) -> Result<&'a str> {
@@ -171,6 +182,9 @@ impl DynamoStore {
         item.insert("ca".into(), n(millis(rec.created_at)));
         item.insert("hl".into(), n(rec.task.history.len()));
         item.insert("task".into(), s(json(&task)?));
+        if let Some(turn) = &rec.turn {
+            item.insert("turn".into(), s(json(turn)?));
+        }
         item.insert("ab".into(), s(json(artifact_base)?));
         item.insert("GSI1PK".into(), s(format!("O#{}", rec.owner)));
         item.insert("GSI1SK".into(), s(key.clone()));
@@ -199,6 +213,7 @@ impl DynamoStore {
             cancel_requested: matches!(item.get("cr"), Some(AttributeValue::Bool(true))),
             has_push: matches!(item.get("hp"), Some(AttributeValue::Bool(true))),
             created_at: from_millis(get_n(item, "ca")?),
+            turn: item.get("turn").and_then(|t| t.as_s().ok()).map(|t| parse(t)).transpose()?,
         };
         let artifact_base = parse(get_s(item, "ab")?)?;
         Ok(Loaded { record, artifact_base })
@@ -291,11 +306,15 @@ impl DynamoStore {
 
     /// One item of a task's partition (strongly consistent).
     async fn get_one(&self, task_id: &str, sk: String) -> Result<Option<Item>> {
+        self.get_item(pk(task_id), sk).await
+    }
+
+    async fn get_item(&self, pk: String, sk: String) -> Result<Option<Item>> {
         let resp = self
             .client
             .get_item()
             .table_name(&self.table)
-            .key("PK", s(pk(task_id)))
+            .key("PK", s(pk))
             .key("SK", s(sk))
             .consistent_read(true)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
@@ -368,6 +387,12 @@ enum Conflict {
     Failed(A2aError),
 }
 
+fn config_from_item(item: &Item) -> Result<TaskPushNotificationConfig> {
+    let mut config: TaskPushNotificationConfig = parse(get_s(item, "cfg")?)?;
+    config.v03_payloads = matches!(item.get("v03"), Some(AttributeValue::Bool(true)));
+    Ok(config)
+}
+
 /// A ListTasks position: the last item's keys, and the total counted on the first page.
 #[derive(Serialize, Deserialize)]
 struct Cursor {
@@ -377,10 +402,21 @@ struct Cursor {
 
 #[async_trait]
 impl TaskStore for DynamoStore {
-    async fn create(&self, record: TaskRecord) -> Result<bool> {
+    async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
         let meta = self.meta_item(&record, &BTreeMap::new())?;
         Self::check_size(&meta, "the task")?;
         let mut puts = vec![(meta, Some(("attribute_not_exists(PK)".to_string(), Item::new())))];
+        if let Some(claim) = claim {
+            let mut item = Item::new();
+            item.insert("PK".into(), s(claim_pk(&claim.owner, &claim.message_id)));
+            item.insert("SK".into(), s("M"));
+            item.insert("tid".into(), s(&record.task.id));
+            let condition = match &claim.replaces {
+                None => ("attribute_not_exists(PK)".to_string(), Item::new()),
+                Some(prev) => ("tid = :prev".to_string(), Item::from([(":prev".to_string(), s(prev))])),
+            };
+            puts.push((self.stamp(item), Some(condition)));
+        }
         for (i, m) in record.task.history.iter().enumerate() {
             let item = self.child_item(&record.task.id, format!("C#{i:010}"), "msg", json(m)?);
             Self::check_size(&item, "the message")?;
@@ -391,6 +427,11 @@ impl TaskStore for DynamoStore {
             Err(Conflict::Lost) => Ok(false),
             Err(Conflict::Failed(e)) => Err(e),
         }
+    }
+
+    async fn claimed_task(&self, owner: &str, message_id: &str) -> Result<Option<String>> {
+        let item = self.get_item(claim_pk(owner, message_id), "M".into()).await?;
+        Ok(item.as_ref().and_then(|i| i.get("tid")).and_then(|t| t.as_s().ok()).cloned())
     }
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {
@@ -607,7 +648,8 @@ impl DynamoStore {
 #[async_trait]
 impl PushConfigStore for DynamoStore {
     async fn put(&self, config: TaskPushNotificationConfig) -> Result<()> {
-        let item = self.child_item(&config.task_id, format!("P#{}", config.id), "cfg", json(&config)?);
+        let mut item = self.child_item(&config.task_id, format!("P#{}", config.id), "cfg", json(&config)?);
+        item.insert("v03".into(), AttributeValue::Bool(config.v03_payloads));
         let size = Self::check_size(&item, "the push config")?;
         self.client
             .put_item()
@@ -622,12 +664,12 @@ impl PushConfigStore for DynamoStore {
     }
 
     async fn get(&self, task_id: &str, id: &str) -> Result<Option<TaskPushNotificationConfig>> {
-        self.get_one(task_id, format!("P#{id}")).await?.map(|i| parse(get_s(&i, "cfg")?)).transpose()
+        self.get_one(task_id, format!("P#{id}")).await?.as_ref().map(config_from_item).transpose()
     }
 
     async fn list(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>> {
         let items = self.query_range(task_id, "P#", "P#~").await?;
-        items.iter().map(|i| parse(get_s(i, "cfg")?)).collect()
+        items.iter().map(config_from_item).collect()
     }
 
     async fn delete(&self, task_id: &str, id: &str) -> Result<()> {

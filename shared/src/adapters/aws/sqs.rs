@@ -29,8 +29,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::engine::Runner;
 use crate::error::{A2aError, Result};
-use crate::ports::{Job, PushConfigStore, PushJob, PushQueue, TaskStore, WorkQueue};
+use crate::ports::{EventRecord, Job, PushConfigStore, PushJob, PushQueue, TaskStore, WorkQueue};
 use crate::push::{Deliverer, Outcome};
+use crate::types::StreamResponse;
 use crate::webhook::RetryPolicy;
 
 fn sqs_err(what: &str, e: impl std::fmt::Debug) -> A2aError {
@@ -60,8 +61,9 @@ impl SqsWorkQueue {
 impl WorkQueue for SqsWorkQueue {
     async fn enqueue(&self, job: Job) -> Result<()> {
         let (group, dedup) = match &job {
-            Job::Execute { task_id, message_id } => {
-                (task_id.clone(), dedup_id(&format!("execute\u{0}{task_id}\u{0}{message_id}")))
+            // One run per turn: the turn's first event tells turns apart (their messageIds may repeat).
+            Job::Execute { task_id, turn, .. } => {
+                (task_id.clone(), dedup_id(&format!("execute\u{0}{task_id}\u{0}{turn}")))
             }
             // A cancel must not wait behind the run it cancels: its own group, never deduplicated.
             Job::Cancel { task_id } => (format!("cancel-{task_id}"), uuid::Uuid::new_v4().to_string()),
@@ -135,6 +137,16 @@ pub struct PollSettings {
 impl Default for PollSettings {
     fn default() -> Self {
         Self { wait: Duration::from_secs(10), visibility: Duration::from_secs(60) }
+    }
+}
+
+impl PollSettings {
+    /// The defaults, with the long-poll wait from `SQS_WAIT_SECONDS` (0..=20) when set. Tests on
+    /// moto use 1: moto keeps a FIFO group blocked for a whole long poll if one of its messages was
+    /// in flight when the poll began (SQS itself hands the next message out as soon as it may).
+    pub fn from_env() -> Self {
+        let wait = std::env::var("SQS_WAIT_SECONDS").ok().and_then(|v| v.trim().parse::<u64>().ok());
+        Self { wait: wait.map_or(Self::default().wait, |w| Duration::from_secs(w.min(20))), ..Self::default() }
     }
 }
 
@@ -352,7 +364,13 @@ pub async fn attempt_push(
         tracing::debug!(task_id = r.task_id, config_id = r.config_id, "push config deleted; notification dropped");
         return Ok(None);
     };
-    let Some(event) = store.event(&r.task_id, r.seq).await? else {
+    let event = if config.v03_payloads {
+        // 0.3 webhooks get the task as it stands (see `TaskPushNotificationConfig::v03_payloads`).
+        store.load(&r.task_id).await?.map(|rec| EventRecord { seq: r.seq, event: StreamResponse::Task(rec.task) })
+    } else {
+        store.event(&r.task_id, r.seq).await?
+    };
+    let Some(event) = event else {
         tracing::warn!(task_id = r.task_id, seq = r.seq, "event gone; notification dropped");
         return Ok(None);
     };

@@ -1,0 +1,105 @@
+//! The JSON-RPC request id, kept as the exact JSON text the client sent (a string, or a number of
+//! any length: a 40-digit id comes back as the same 40 digits, never as a float), and the two
+//! response envelopes that carry it.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+#[derive(Clone)]
+pub struct RpcId(Box<RawValue>);
+
+impl RpcId {
+    /// `null`: the id of answers to requests whose id could not be read.
+    pub fn null() -> Self {
+        Self(raw("null"))
+    }
+
+    /// The id of a request, if it is a string or a number.
+    pub fn from_raw(raw: &RawValue) -> Option<Self> {
+        let text = raw.get();
+        let is_string = text.starts_with('"');
+        let is_number = text.starts_with(|c: char| c == '-' || c.is_ascii_digit());
+        (is_string || is_number).then(|| Self(raw.to_owned()))
+    }
+
+    /// From a parsed id (which may have lost digits of a very long number).
+    pub fn from_value(value: &Value) -> Option<Self> {
+        if !(value.is_string() || value.is_number()) {
+            return None;
+        }
+        RawValue::from_string(value.to_string()).ok().map(Self)
+    }
+
+    /// The JSON text of the id.
+    pub fn as_json(&self) -> &str {
+        self.0.get()
+    }
+}
+
+#[derive(Serialize)]
+struct Envelope<'a, T: Serialize> {
+    jsonrpc: &'static str,
+    id: &'a RpcId,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    result: Option<&'a T>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a Value>,
+}
+
+/// `{"jsonrpc": "2.0", "id": id, "result": result}`.
+pub fn result_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
+    serde_json::to_vec(&Envelope { jsonrpc: "2.0", id, result: Some(result), error: None }).unwrap_or_default()
+}
+
+/// `{"jsonrpc": "2.0", "id": id, "error": error}`.
+pub fn error_body(id: &RpcId, error: &Value) -> Vec<u8> {
+    serde_json::to_vec(&Envelope::<()> { jsonrpc: "2.0", id, result: None, error: Some(error) }).unwrap_or_default()
+}
+
+fn raw(text: &str) -> Box<RawValue> {
+    RawValue::from_string(text.to_string()).unwrap_or_else(|_| RpcId::null().0)
+}
+
+impl PartialEq for RpcId {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_json() == other.as_json()
+    }
+}
+
+impl std::fmt::Debug for RpcId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_json())
+    }
+}
+
+impl Serialize for RpcId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+/// Through a parsed value, so that it also works inside tagged enums (the request path reads the
+/// raw text with [`RpcId::from_raw`] instead).
+impl<'de> Deserialize<'de> for RpcId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(d)?;
+        Self::from_value(&value).ok_or_else(|| serde::de::Error::custom("a JSON-RPC id is a string or a number"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_numbers_keep_their_digits() {
+        let raw: Box<RawValue> = serde_json::from_str("1234567890123456789012345678901234567890").unwrap();
+        let id = RpcId::from_raw(&raw).unwrap();
+        let out = String::from_utf8(result_body(&id, &serde_json::json!({}))).unwrap();
+        assert_eq!(out, r#"{"jsonrpc":"2.0","id":1234567890123456789012345678901234567890,"result":{}}"#);
+        assert!(RpcId::from_raw(&serde_json::from_str::<Box<RawValue>>("true").unwrap()).is_none());
+        assert!(RpcId::from_raw(&serde_json::from_str::<Box<RawValue>>("null").unwrap()).is_none());
+        assert_eq!(RpcId::null().as_json(), "null");
+    }
+}
