@@ -98,7 +98,7 @@ pub async fn handle(
         }),
         Output::PushConfig(c) => config_out(&c),
         Output::PushConfigs(c) => json!({"configs": c.configs.iter().map(config_out).collect::<Vec<_>>()}),
-        Output::Card(c) => v03::card_to_wire(&c),
+        Output::Card(c) => v03::proto::card_out(&c),
         Output::Empty => json!({}),
     };
     let bytes = serde_json::to_vec(&body).map_err(|e| A2aError::internal(e.to_string()))?;
@@ -140,13 +140,19 @@ fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result
         }
         Route::Resubscribe(id) => Op::SubscribeToTask(SubscribeToTaskRequest { tenant: String::new(), id: id.clone() }),
         Route::CreateConfig(task_id) => {
-            let body = super::rest::body_object(parts, body)?;
-            let config = body.get("config").and_then(|c| c.get("pushNotificationConfig")).cloned().unwrap_or_default();
-            let mut config: v03::PushNotificationConfig = decode(config, "config.pushNotificationConfig")?;
-            if let Some(Value::String(id)) =
-                body.get("configId").filter(|id| id.as_str().is_some_and(|s| !s.is_empty()))
-            {
-                config.id = Some(id.clone());
+            // The reference sends a CreateTaskPushNotificationConfigRequest ({parent, configId,
+            // config}); other 0.3 clients send the TaskPushNotificationConfig itself ({name, ...}).
+            let mut body = super::rest::body_object(parts, body)?;
+            let (named, field) = match body.remove("config") {
+                Some(Value::Object(config)) => (config, "config.pushNotificationConfig"),
+                _ => (body.clone(), "pushNotificationConfig"),
+            };
+            let wire = named.get("pushNotificationConfig").cloned().unwrap_or(Value::Null);
+            let mut config: v03::PushNotificationConfig = decode(wire, field)?;
+            let named_id = named.get("name").and_then(Value::as_str).and_then(|n| n.rsplit_once("/pushNotificationConfigs/"));
+            let id = body.get("configId").and_then(Value::as_str).or(named_id.map(|(_, id)| id));
+            if let Some(id) = id.filter(|id| !id.is_empty()) {
+                config.id = Some(id.to_string());
             }
             let wire = v03::TaskPushNotificationConfig { task_id: task_id.clone(), push_notification_config: config };
             Op::CreatePushConfig(wire.into_v1())

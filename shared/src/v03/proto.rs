@@ -181,6 +181,22 @@ pub fn config_out(c: &TaskPushNotificationConfig) -> Value {
     })
 }
 
+/// The card of `GET /v1/card`. 0.3 clients disagree on its form: the Python reference reads the
+/// JSON-RPC card (security schemes tagged by `type`), the JavaScript SDK the 0.3 proto's JSON (one-of
+/// members such as `apiKeySecurityScheme`). Each scheme carries both; each reader ignores the other.
+pub fn card_out(card: &AgentCard) -> Value {
+    let mut out = v03::card_to_wire(card);
+    if let Some(Value::Object(schemes)) = out.get_mut("securitySchemes") {
+        for (name, scheme) in schemes.iter_mut() {
+            let Some(proto) = card.security_schemes.get(name).map(to_value) else { continue };
+            if let (Value::Object(both), Value::Object(proto)) = (scheme, proto) {
+                both.extend(proto);
+            }
+        }
+    }
+    out
+}
+
 /// A stream event in the 0.3 proto's `StreamResponse` JSON.
 pub fn event_out(event: &StreamResponse) -> Value {
     match event {
