@@ -149,7 +149,8 @@ fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result
             };
             let wire = named.get("pushNotificationConfig").cloned().unwrap_or(Value::Null);
             let mut config: v03::PushNotificationConfig = decode(wire, field)?;
-            let named_id = named.get("name").and_then(Value::as_str).and_then(|n| n.rsplit_once("/pushNotificationConfigs/"));
+            let named_id =
+                named.get("name").and_then(Value::as_str).and_then(|n| n.rsplit_once("/pushNotificationConfigs/"));
             let id = body.get("configId").and_then(Value::as_str).or(named_id.map(|(_, id)| id));
             if let Some(id) = id.filter(|id| !id.is_empty()) {
                 config.id = Some(id.to_string());

@@ -19,6 +19,27 @@ LEGITIMATE = [
 ]
 
 
+# The one failure the project accepts (README, "The card without a version header"): the card served
+# without A2A-Version keeps the 0.3 fields 0.3 clients need, which the 1.0 schema refuses. Accepted
+# only while the schema's complaint names exactly these fields and nothing else.
+CARD_03_FIELDS = {"additionalInterfaces", "preferredTransport", "protocolVersion",
+                  "supportsAuthenticatedExtendedCard", "url"}
+
+
+def accepted(name: str, reason: str) -> bool:
+    if not name.endswith("test_agent_card_validates_against_schema"):
+        return False
+    body = reason.splitlines()[0].split("]: ", 1)[-1] if reason else ""
+    body = re.sub(r" \(see [^)]*\)$", "", body.strip())
+    fields = set()
+    for complaint in body.split("; "):
+        m = re.fullmatch(r"\$: ((?:'\w+'(?:, )?)+) do(?:es)? not match any of the regexes: .*", complaint)
+        if not m:
+            return False
+        fields |= set(re.findall(r"'(\w+)'", m.group(1)))
+    return bool(fields) and fields <= CARD_03_FIELDS
+
+
 def main() -> int:
     path, pytest_status = sys.argv[1], int(sys.argv[2])
     try:
@@ -39,10 +60,14 @@ def main() -> int:
             skipped.append((name, (skip.get("message") or "").strip()))
         else:
             passed.append(name)
+    known = [(n, r) for n, r in failed if accepted(n, r)]
+    failed = [(n, r) for n, r in failed if not accepted(n, r)]
     disguised = [(n, r) for n, r in skipped if not any(re.search(p, r) for p in LEGITIMATE)]
     by_reason = collections.Counter(re.sub(r"[0-9a-f]{8}-[0-9a-f-]{27,}", "<id>", r)[:160] for _, r in skipped)
-    print(f"tck: {len(passed)} passed, {len(failed)} failed, {len(skipped)} skipped "
-          f"({len(disguised)} of them failed setup steps)")
+    print(f"tck: {len(passed)} passed, {len(failed)} failed, {len(known)} accepted failure, "
+          f"{len(skipped)} skipped ({len(disguised)} of them failed setup steps)")
+    for name, reason in known:
+        print(f"  ACCEPTED  {name}: the 0.3 fields of the card served without A2A-Version ({reason[:200]})")
     for name, reason in failed:
         print(f"  FAILED  {name}: {reason[:400]}")
     for name, reason in disguised:

@@ -48,7 +48,6 @@ pub fn card_to_wire(card: &v1::AgentCard) -> Value {
         "capabilities": {
             "streaming": card.capabilities.streaming.unwrap_or(false),
             "pushNotifications": card.capabilities.push_notifications.unwrap_or(false),
-            "stateTransitionHistory": false,
             // 1.0's name, for 1.0 readers of the card served without a version (0.3 readers ignore it).
             "extendedAgentCard": card.capabilities.extended_agent_card.unwrap_or(false),
         },
