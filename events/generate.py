@@ -94,7 +94,7 @@ fixtures = {
     "apigw-v2_get-task_not-found.json": http_event("GET", "/tasks/does-not-exist", route_key="GET /tasks/{id}"),
     "apigw-v2_list-tasks_ok.json": http_event("GET", "/tasks", query="pageSize=10&status=submitted"),
     "apigw-v2_cancel-task_ok.json": http_event("POST", f"/tasks/{TASK_ID}:cancel", {}, route_key="POST /tasks/{id}:cancel"),
-    "apigw-v2_create-push-config_ok.json": http_event("POST", f"/tasks/{TASK_ID}/pushNotificationConfigs", {"id": "fixture-config", "url": "https://hooks.example.com/a2a", "token": "fixture-token"}, route_key="POST /tasks/{taskId}/pushNotificationConfigs"),
+    "apigw-v2_create-push-config_ok.json": http_event("POST", f"/tasks/{TASK_ID}/pushNotificationConfigs", {"id": "fixture-config", "url": "https://93.184.216.34/a2a", "token": "fixture-token"}, route_key="POST /tasks/{taskId}/pushNotificationConfigs"),
     "apigw-v2_get-push-config_ok.json": http_event("GET", f"/tasks/{TASK_ID}/pushNotificationConfigs/fixture-config", route_key="GET /tasks/{taskId}/pushNotificationConfigs/{id}"),
     "apigw-v2_list-push-configs_ok.json": http_event("GET", f"/tasks/{TASK_ID}/pushNotificationConfigs", route_key="GET /tasks/{taskId}/pushNotificationConfigs"),
     "apigw-v2_delete-push-config_ok.json": http_event("DELETE", f"/tasks/{TASK_ID}/pushNotificationConfigs/fixture-config", route_key="DELETE /tasks/{taskId}/pushNotificationConfigs/{id}"),

@@ -14,8 +14,9 @@ use crate::executor::AgentExecutor;
 use crate::http::{Limits, Service};
 use crate::ports::{Clock, PushConfigStore, PushQueue, TaskStore, WorkQueue};
 use crate::push::{Deliverer, DnsPolicy, PushWorker};
+use crate::ssrf::AllowList;
 use crate::types::AgentCard;
-use crate::webhook::{AllowList, RetryPolicy};
+use crate::webhook::RetryPolicy;
 
 /// Where tasks live and how jobs travel.
 #[derive(Debug, Clone, Default)]

@@ -30,6 +30,8 @@ pub enum ErrorKind {
     PayloadTooLarge,
     /// HTTP+JSON: the path exists but not for this HTTP method.
     MethodNotAllowed,
+    /// The request (its body) did not arrive in time.
+    RequestTimeout,
 }
 
 /// How one error kind appears on each binding.
@@ -66,6 +68,7 @@ impl ErrorKind {
         Self::Unauthenticated,
         Self::PayloadTooLarge,
         Self::MethodNotAllowed,
+        Self::RequestTimeout,
     ];
 
     /// The mapping table. Everything that turns an error into bytes reads it from here.
@@ -121,6 +124,9 @@ impl ErrorKind {
                 s(-32600, 413, "RESOURCE_EXHAUSTED", "PAYLOAD_TOO_LARGE", "Request body too large")
             }
             Self::MethodNotAllowed => s(-32601, 405, "UNIMPLEMENTED", "METHOD_NOT_ALLOWED", "HTTP method not allowed"),
+            Self::RequestTimeout => {
+                s(-32600, 408, "DEADLINE_EXCEEDED", "REQUEST_TIMEOUT", "Request not received in time")
+            }
         }
     }
 }
@@ -142,6 +148,18 @@ impl A2aError {
 
     pub fn with(mut self, key: &str, value: impl Into<String>) -> Self {
         self.metadata.insert(key.to_string(), value.into());
+        self
+    }
+
+    /// The same error with its field named under `parent` (`url` → `parent.url`).
+    pub fn under(mut self, parent: &str) -> Self {
+        if let Some(field) = self.metadata.get("field").cloned() {
+            let full = format!("{parent}.{field}");
+            if let Some(rest) = self.message.strip_prefix(&format!("{field}:")) {
+                self.message = format!("{full}:{rest}");
+            }
+            self.metadata.insert("field".into(), full);
+        }
         self
     }
 

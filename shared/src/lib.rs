@@ -25,6 +25,7 @@ pub mod rest03;
 pub mod rpc_id;
 pub mod service;
 pub mod sse;
+pub mod ssrf;
 pub mod types;
 pub mod v03;
 pub mod version;

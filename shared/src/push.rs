@@ -4,7 +4,7 @@
 //! backoff and keeping the jobs that exhaust their attempts in a dead-letter list.
 
 use std::collections::{HashMap, VecDeque};
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +14,8 @@ use tokio::sync::mpsc;
 
 use crate::error::{A2aError, Result};
 use crate::ports::PushJob;
-use crate::webhook::{check_ip, notification, parse_url, AllowList, LiteralPolicy, RetryPolicy, WebhookPolicy};
+use crate::ssrf::{check_ip, check_literal, AllowList, WebhookHost};
+use crate::webhook::{notification, RetryPolicy, WebhookPolicy};
 
 /// How one attempt went.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,18 +68,18 @@ impl Deliverer {
     }
 
     pub async fn deliver(&self, job: &PushJob) -> Outcome {
-        let (host, _) = match parse_url(&job.config.url) {
-            Ok(x) => x,
+        // The URL as the client will read it; an address host never reaches the resolver, so it is
+        // judged here (a name is judged by the resolver, address by address).
+        let target = match check_literal(&job.config.url, &self.allow) {
+            Ok(t) => t,
             Err(e) => return Outcome::Refused(e.message),
         };
-        // Literal addresses never reach the resolver, so they are checked here.
-        if let Ok(ip) = host.parse::<IpAddr>() {
-            if let Err(e) = check_ip(ip, &self.allow) {
-                return Outcome::Refused(e.message);
-            }
-        }
+        let host = match &target.host {
+            WebhookHost::Ip(ip) => ip.to_string(),
+            WebhookHost::Name(name) => name.clone(),
+        };
         let (body, headers) = notification(job);
-        let mut request = self.client.post(&job.config.url).body(body);
+        let mut request = self.client.post(target.url).body(body);
         for (name, value) in headers {
             request = request.header(name, value);
         }
@@ -94,8 +95,12 @@ impl Deliverer {
     }
 }
 
+/// How long registration waits for a webhook host's name to resolve.
+pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// The registration-time check with name resolution: every address the name resolves to must be
-/// allowed (a name that does not resolve yet passes; delivery resolves and checks again).
+/// allowed, and a name that does not resolve (within [`RESOLVE_TIMEOUT`]) is refused. Delivery
+/// resolves and checks again, so a name that changes its answers later gains nothing.
 #[derive(Debug, Clone, Default)]
 pub struct DnsPolicy {
     pub allow: AllowList,
@@ -104,19 +109,20 @@ pub struct DnsPolicy {
 #[async_trait]
 impl WebhookPolicy for DnsPolicy {
     async fn check(&self, url: &str) -> Result<()> {
-        LiteralPolicy { allow: self.allow.clone() }.check(url).await?;
-        let (host, port) = parse_url(url)?;
-        if host.parse::<IpAddr>().is_ok() {
+        let target = check_literal(url, &self.allow)?;
+        let WebhookHost::Name(host) = &target.host else {
             return Ok(());
-        }
-        // A name that does not resolve now cannot be shown to be forbidden; delivery checks again.
-        let addrs = match tokio::net::lookup_host((host.as_str(), port)).await {
-            Ok(addrs) => addrs,
-            Err(e) => {
-                tracing::debug!(host, error = %e, "webhook host does not resolve at registration");
-                return Ok(());
-            }
         };
+        let refuse = |why: String| A2aError::invalid_field("url", format!("webhook host {host} {why}"));
+        let lookup = tokio::net::lookup_host((host.as_str(), target.port));
+        let addrs: Vec<SocketAddr> = match tokio::time::timeout(RESOLVE_TIMEOUT, lookup).await {
+            Ok(Ok(addrs)) => addrs.collect(),
+            Ok(Err(e)) => return Err(refuse(format!("does not resolve ({e})"))),
+            Err(_) => return Err(refuse(format!("did not resolve within {} s", RESOLVE_TIMEOUT.as_secs()))),
+        };
+        if addrs.is_empty() {
+            return Err(refuse("resolves to no address".into()));
+        }
         for addr in addrs {
             check_ip(addr.ip(), &self.allow)?;
         }

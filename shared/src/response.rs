@@ -119,9 +119,10 @@ pub(crate) fn log_error(err: &A2aError) {
 /// The HTTP status a refusal keeps even on JSON-RPC, where protocol errors travel with 200.
 fn http_level_status(err: &A2aError) -> Option<StatusCode> {
     match err.kind {
-        ErrorKind::Unauthenticated | ErrorKind::PayloadTooLarge | ErrorKind::ContentTypeNotSupported => {
-            StatusCode::from_u16(err.spec().http_status).ok()
-        }
+        ErrorKind::Unauthenticated
+        | ErrorKind::PayloadTooLarge
+        | ErrorKind::ContentTypeNotSupported
+        | ErrorKind::RequestTimeout => StatusCode::from_u16(err.spec().http_status).ok(),
         _ => None,
     }
 }

@@ -1,62 +1,260 @@
-//! The embedded HTTP/1.1 server (feature `server`): hyper in front of [`Service::handle`], with the
-//! body limit enforced while reading, SSE bodies streamed as they are produced, and graceful
-//! shutdown (in-flight requests finish; open streams are cut after a grace period).
+//! The embedded HTTP/1.1 server (feature `server`): hyper in front of [`Service::handle`], with what a
+//! public endpoint needs to survive its clients:
+//! - a cap on concurrent connections (past it, a `503` with `Retry-After` and the connection closed);
+//! - deadlines: request headers, the request body (all of it, so a trickle is cut too), idle
+//!   keep-alive connections, and writes (a client that stops reading a response or a stream is
+//!   dropped, and the bytes held for it freed);
+//! - authentication before a large body is read (a caller the service refuses sends at most
+//!   [`UNAUTHENTICATED_BODY`] bytes);
+//! - strict HTTP/1.1 framing (RFC 9112): `Content-Length` with `Transfer-Encoding` is refused, and
+//!   any transfer coding other than `chunked` (501); a body that does not arrive intact is a `400`
+//!   and nothing runs;
+//! - graceful shutdown: the listener closes, in-flight requests finish, open SSE streams end cleanly
+//!   (final chunk) and connections get a grace period.
 
 use std::convert::Infallible;
+use std::future::Future as _;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use http::{header, StatusCode};
 use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
 
+use crate::error::{A2aError, ErrorKind};
 use crate::http::{Body, Service};
+use crate::service::{binding_of, Binding};
 
 type OutBody = UnsyncBoxBody<Bytes, Infallible>;
 
+/// Most body bytes read from a caller the service does not authenticate (its refusal echoes the
+/// JSON-RPC id of a small request; a larger body is not read at all).
+pub const UNAUTHENTICATED_BODY: usize = 64 * 1024;
+
+/// Connection-level limits of the embedded server.
+#[derive(Debug, Clone)]
+pub struct ServerLimits {
+    /// Concurrent connections; past it new ones get a 503 and are closed.
+    pub max_connections: usize,
+    /// Time to receive a request's headers, and the longest an idle keep-alive connection is kept.
+    pub header_timeout: Duration,
+    /// Time to receive a whole request body.
+    pub body_timeout: Duration,
+    /// Longest a write to the client may wait (a client that does not read is dropped).
+    pub write_timeout: Duration,
+    /// How long open connections get to finish at shutdown.
+    pub grace: Duration,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        Self {
+            max_connections: 1024,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(30),
+            write_timeout: Duration::from_secs(30),
+            grace: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A refusal before the service saw the request, in the shape of the path's binding, with `status`
+/// (a transport-level refusal keeps its HTTP status on JSON-RPC too).
+fn refusal(path: &str, err: &A2aError, status: StatusCode) -> hyper::Response<OutBody> {
+    let resp = match binding_of(path) {
+        Binding::JsonRpc => crate::http::jsonrpc_error_response(&crate::rpc_id::RpcId::null(), err),
+        Binding::Rest => crate::http::rest_error(err),
+    };
+    let mut resp = to_hyper(resp, &CancellationToken::new());
+    *resp.status_mut() = status;
+    // The body was not read (or not all of it): the connection cannot be reused.
+    resp.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+    resp
+}
+
+/// RFC 9112 §6.1 and §6.3: `Transfer-Encoding` with `Content-Length` is a request-smuggling shape;
+/// a transfer coding other than `chunked` is not understood.
+fn framing_error(headers: &http::HeaderMap) -> Option<(StatusCode, A2aError)> {
+    let te: Vec<&str> = headers.get_all(header::TRANSFER_ENCODING).iter().filter_map(|v| v.to_str().ok()).collect();
+    if te.is_empty() {
+        return None;
+    }
+    if headers.contains_key(header::CONTENT_LENGTH) {
+        let err = A2aError::invalid_request("Transfer-Encoding and Content-Length together are not accepted");
+        return Some((StatusCode::BAD_REQUEST, err));
+    }
+    let codings: Vec<String> =
+        te.iter().flat_map(|v| v.split(',')).map(|c| c.trim().to_ascii_lowercase()).filter(|c| !c.is_empty()).collect();
+    if codings != ["chunked"] {
+        let err = A2aError::new(
+            ErrorKind::InvalidRequest,
+            format!("transfer coding {:?} is not supported; only chunked is", codings.join(", ")),
+        );
+        return Some((StatusCode::NOT_IMPLEMENTED, err));
+    }
+    None
+}
+
 async fn serve_one(
     service: Arc<Service>,
+    limits: ServerLimits,
+    shutdown: CancellationToken,
     req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<OutBody>, Infallible> {
     let (parts, body) = req.into_parts();
-    let bytes = match Limited::new(body, service.limits.max_body).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            return Ok(to_hyper(service.payload_too_large(parts.uri.path())));
+    let path = parts.uri.path().to_string();
+    if let Some((status, err)) = framing_error(&parts.headers) {
+        return Ok(refusal(&path, &err, status));
+    }
+    // A caller the service will refuse does not get to send a large body first.
+    let mut max_body = service.limits.max_body;
+    if service.authenticate(&parts).is_err() {
+        let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
+        if declared.is_none_or(|n| n > UNAUTHENTICATED_BODY) && has_body(&parts) {
+            let err = service.authenticate(&parts).err().unwrap_or_else(|| A2aError::unauthenticated("refused"));
+            return Ok(refusal(&path, &err, StatusCode::UNAUTHORIZED));
         }
-        Err(e) => {
-            tracing::debug!(error = %e, "client went away while sending the body");
-            Bytes::new()
+        max_body = max_body.min(UNAUTHENTICATED_BODY);
+    }
+    let read = tokio::time::timeout(limits.body_timeout, Limited::new(body, max_body).collect()).await;
+    let bytes = match read {
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            let mut resp = to_hyper(service.payload_too_large(&path), &shutdown);
+            resp.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+            return Ok(resp);
+        }
+        Ok(Err(e)) => {
+            tracing::debug!(error = %e, "request body broken or cut short; nothing runs");
+            let err = A2aError::invalid_request("the request body did not arrive intact");
+            return Ok(refusal(&path, &err, StatusCode::BAD_REQUEST));
+        }
+        Err(_) => {
+            let err = A2aError::new(
+                ErrorKind::RequestTimeout,
+                format!("the request body did not arrive within {} s", limits.body_timeout.as_secs()),
+            );
+            return Ok(refusal(&path, &err, StatusCode::REQUEST_TIMEOUT));
         }
     };
     let response = service.handle(hyper::Request::from_parts(parts, bytes)).await;
-    Ok(to_hyper(response))
+    Ok(to_hyper(response, &shutdown))
 }
 
-fn to_hyper(response: http::Response<Body>) -> hyper::Response<OutBody> {
+fn has_body(parts: &http::request::Parts) -> bool {
+    parts.headers.contains_key(header::TRANSFER_ENCODING)
+        || parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()).is_some_and(|v| v.trim() != "0")
+}
+
+/// The response for hyper; an SSE body ends (cleanly, with its final chunk) at shutdown.
+fn to_hyper(response: http::Response<Body>, shutdown: &CancellationToken) -> hyper::Response<OutBody> {
     let (parts, body) = response.into_parts();
     let body = match body {
         Body::Full(b) => Full::new(b).boxed_unsync(),
         Body::Sse(stream) => {
-            BodyExt::boxed_unsync(StreamBody::new(stream.map(|b| Ok::<_, Infallible>(Frame::data(b)))))
+            let stop = shutdown.clone().cancelled_owned();
+            let frames = stream.take_until(stop).map(|b| Ok::<_, Infallible>(Frame::data(b)));
+            BodyExt::boxed_unsync(StreamBody::new(frames))
         }
     };
     hyper::Response::from_parts(parts, body)
 }
 
-/// Serves until `shutdown` resolves, then drains connections for up to `grace`.
+/// A connection whose writes fail once one of them has waited `timeout` (a client that stopped
+/// reading), so hyper drops the connection and what it buffered.
+struct WriteDeadline<T> {
+    inner: T,
+    timeout: Duration,
+    waiting: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl<T> WriteDeadline<T> {
+    fn new(inner: T, timeout: Duration) -> Self {
+        Self { inner, timeout, waiting: None }
+    }
+
+    fn pending<R>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<R>> {
+        let timeout = self.timeout;
+        let sleep = self.waiting.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
+        match sleep.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the client did not read its response in time",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_read(cx, buf)
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write(cx, buf) {
+            Poll::Pending => self.pending(cx),
+            done => {
+                self.waiting = None;
+                done
+            }
+        }
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match Pin::new(&mut self.inner).poll_flush(cx) {
+            Poll::Pending => self.pending(cx),
+            done => {
+                self.waiting = None;
+                done
+            }
+        }
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// The answer to a connection past the cap, written without hyper (nothing of the request is read).
+async fn turn_away(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncWriteExt;
+    let body = br#"{"error":{"code":503,"status":"UNAVAILABLE","message":"too many connections; retry shortly"}}"#;
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\nretry-after: 1\r\nconnection: close\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    let write = async {
+        stream.write_all(head.as_bytes()).await?;
+        stream.write_all(body).await?;
+        stream.shutdown().await
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
+}
+
+/// Serves until `shutdown` resolves, then drains connections for up to `limits.grace`.
 pub async fn serve(
     listener: TcpListener,
     service: Arc<Service>,
     shutdown: impl std::future::Future<Output = ()>,
-    grace: Duration,
+    limits: ServerLimits,
 ) -> std::io::Result<()> {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let stopping = CancellationToken::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         tokio::select! {
@@ -69,27 +267,37 @@ pub async fn serve(
                         continue;
                     }
                 };
+                let Ok(permit) = connections.clone().try_acquire_owned() else {
+                    tracing::warn!(%peer, max = limits.max_connections, "connection refused: too many open connections");
+                    tokio::spawn(turn_away(stream));
+                    continue;
+                };
                 let _ = stream.set_nodelay(true);
-                let service = service.clone();
+                let (service, conn_limits, stop) = (service.clone(), limits.clone(), stopping.clone());
+                let io = TokioIo::new(WriteDeadline::new(stream, limits.write_timeout));
                 let conn = http1::Builder::new()
                     .timer(TokioTimer::new())
-                    .header_read_timeout(Duration::from_secs(30))
+                    .header_read_timeout(limits.header_timeout)
                     .keep_alive(true)
-                    .serve_connection(TokioIo::new(stream), hyper::service::service_fn(move |req| serve_one(service.clone(), req)));
+                    .serve_connection(io, hyper::service::service_fn(move |req| {
+                        serve_one(service.clone(), conn_limits.clone(), stop.clone(), req)
+                    }));
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
                     if let Err(e) = conn.await {
                         tracing::debug!(%peer, error = %e, "connection ended with an error");
                     }
+                    drop(permit);
                 });
             }
             () = &mut shutdown => break,
         }
     }
     drop(listener);
-    tracing::info!("shutting down: draining open connections");
-    if tokio::time::timeout(grace, graceful.shutdown()).await.is_err() {
-        tracing::warn!("open connections did not finish within {grace:?}; closing them");
+    tracing::info!("shutting down: draining open connections, ending open streams");
+    stopping.cancel();
+    if tokio::time::timeout(limits.grace, graceful.shutdown()).await.is_err() {
+        tracing::warn!("open connections did not finish within {:?}; closing them", limits.grace);
     }
     Ok(())
 }

@@ -70,7 +70,7 @@ async fn a_retry_gets_the_same_task_and_any_other_reuse_is_a_new_message() {
 
     // An inline push config that comes with a reused messageId is stored with its new task.
     let with_push = json!({"message": text_msg("tck-complete-task-r", "once", None),
-        "configuration": {"taskPushNotificationConfig": {"url": "https://hooks.example.com/x"}}});
+        "configuration": {"taskPushNotificationConfig": {"url": "https://93.184.216.34/x"}}});
     let pushed = a.rpc("SendMessage", with_push).await;
     let pushed_id = task(&pushed)["id"].as_str().unwrap();
     assert_ne!(pushed_id, task(&first)["id"].as_str().unwrap());
@@ -166,12 +166,12 @@ async fn the_0_3_rest_binding() {
 
     // Push configs: created through 0.3, named the 0.3 way.
     let cfg = json!({"parent": format!("tasks/{id}"), "configId": "c1",
-        "config": {"pushNotificationConfig": {"url": "https://hooks.example.com/03", "token": "t"}}})
+        "config": {"pushNotificationConfig": {"url": "https://93.184.216.34/03", "token": "t"}}})
     .to_string();
     let r = a.call("POST", &format!("/v1/tasks/{id}/pushNotificationConfigs"), &ct, Some(&cfg)).await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["name"], format!("tasks/{id}/pushNotificationConfigs/c1"));
-    assert_eq!(r.body["pushNotificationConfig"]["url"], "https://hooks.example.com/03");
+    assert_eq!(r.body["pushNotificationConfig"]["url"], "https://93.184.216.34/03");
     let r = a.call("GET", &format!("/v1/tasks/{id}/pushNotificationConfigs/c1"), &[], None).await;
     assert_eq!(r.body["pushNotificationConfig"]["token"], "t");
 
@@ -235,9 +235,9 @@ async fn the_0_3_extension_header_and_config_lookups() {
     // 0.3 `get` without a config id: the task's config (0.3 §7.6.1), whatever its id.
     let r = a.call("POST", "/", &with_ext, Some(&call("tasks/pushNotificationConfig/get", json!({"id": id})))).await;
     assert_eq!(r.body["error"]["code"], -32001, "none yet: {}", r.body);
-    let set = json!({"taskId": id, "pushNotificationConfig": {"id": "mine", "url": "https://hooks.example.com/a"}});
+    let set = json!({"taskId": id, "pushNotificationConfig": {"id": "mine", "url": "https://93.184.216.34/a"}});
     let r = a.call("POST", "/", &with_ext, Some(&call("tasks/pushNotificationConfig/set", set))).await;
     assert_eq!(r.body["result"]["pushNotificationConfig"]["id"], "mine");
     let r = a.call("POST", "/", &with_ext, Some(&call("tasks/pushNotificationConfig/get", json!({"id": id})))).await;
-    assert_eq!(r.body["result"]["pushNotificationConfig"]["url"], "https://hooks.example.com/a", "{}", r.body);
+    assert_eq!(r.body["result"]["pushNotificationConfig"]["url"], "https://93.184.216.34/a", "{}", r.body);
 }

@@ -14,7 +14,8 @@ use a2a::card::default_card;
 use a2a::edge::{signature, PublishBatch, PUBLISH_PATH};
 use a2a::embedded::{start, EmbeddedConfig};
 use a2a::executor::ConformanceAgent;
-use a2a::webhook::{AllowList, RetryPolicy};
+use a2a::ssrf::AllowList;
+use a2a::webhook::RetryPolicy;
 use bytes::Bytes;
 
 #[tokio::test]

@@ -16,7 +16,7 @@ use a2a::executor::EchoAgent;
 use a2a::lambda::http::{handle, handle_streaming, Endpoint};
 use a2a::lambda::sqs::{deliver_pushes, run_tasks};
 use a2a::lambda::{Deps, LambdaSettings};
-use a2a::webhook::AllowList;
+use a2a::ssrf::AllowList;
 use aws_lambda_events::event::sqs::SqsEvent;
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -167,7 +167,7 @@ async fn every_fixture_through_its_function() {
     let (s, v) = call(&w.http, Endpoint::CreatePushConfig, "apigw-v2_create-push-config_ok.json").await;
     assert_eq!((s, v["id"].as_str()), (200, Some("fixture-config")), "{v}");
     let (s, v) = call(&w.http, Endpoint::GetPushConfig, "apigw-v2_get-push-config_ok.json").await;
-    assert_eq!((s, v["url"].as_str()), (200, Some("https://hooks.example.com/a2a")));
+    assert_eq!((s, v["url"].as_str()), (200, Some("https://93.184.216.34/a2a")));
     let (s, v) = call(&w.http, Endpoint::ListPushConfigs, "apigw-v2_list-push-configs_ok.json").await;
     assert_eq!((s, v["configs"].as_array().map(Vec::len)), (200, Some(1)));
     let (s, _) = call(&w.http, Endpoint::DeletePushConfig, "apigw-v2_delete-push-config_ok.json").await;

@@ -307,13 +307,13 @@ async fn push_config_crud_on_both_bindings() {
     let v = a.rpc("SendMessage", json!({"message": msg("m", "x")})).await;
     let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let r = a
-        .rest("POST", &format!("/tasks/{id}/pushNotificationConfigs"), Some(json!({"url": "https://hooks.example.com/a2a", "token": "tok", "authentication": {"scheme": "Bearer", "credentials": "secret"}})))
+        .rest("POST", &format!("/tasks/{id}/pushNotificationConfigs"), Some(json!({"url": "https://93.184.216.34/a2a", "token": "tok", "authentication": {"scheme": "Bearer", "credentials": "secret"}})))
         .await;
     assert_eq!(r.status, 200, "{}", r.body);
     let cid = r.body["id"].as_str().unwrap().to_string();
     assert_eq!(r.body["taskId"], id.as_str());
     let r = a.rest("GET", &format!("/tasks/{id}/pushNotificationConfigs/{cid}"), None).await;
-    assert_eq!(r.body["url"], "https://hooks.example.com/a2a");
+    assert_eq!(r.body["url"], "https://93.184.216.34/a2a");
     let v = a.rpc("ListTaskPushNotificationConfigs", json!({"taskId": id})).await;
     assert_eq!(v["result"]["configs"].as_array().unwrap().len(), 1);
     for _ in 0..2 {
@@ -334,7 +334,7 @@ async fn push_config_crud_on_both_bindings() {
     assert_eq!(v["error"]["code"], -32001);
 
     // 0.3 forms.
-    let set = json!({"taskId": id, "pushNotificationConfig": {"url": "https://h.example/cb", "authentication": {"schemes": ["Bearer"], "credentials": "c"}}});
+    let set = json!({"taskId": id, "pushNotificationConfig": {"url": "https://93.184.216.34/cb", "authentication": {"schemes": ["Bearer"], "credentials": "c"}}});
     let v = a.rpc_with("tasks/pushNotificationConfig/set", set, &[]).await;
     assert_eq!(v["result"]["pushNotificationConfig"]["id"], id.as_str(), "0.3 default config id is the task id: {v}");
     let v = a.rpc_with("tasks/pushNotificationConfig/get", json!({"id": id}), &[]).await;
@@ -464,7 +464,7 @@ async fn every_rest_route_with_and_without_tenant() {
             (
                 "POST",
                 format!("{prefix}/tasks/{id}/pushNotificationConfigs"),
-                Some(json!({"url": "https://h.example/x", "id": "c1"})),
+                Some(json!({"url": "https://93.184.216.34/x", "id": "c1"})),
                 200,
             ),
             ("GET", format!("{prefix}/tasks/{id}/pushNotificationConfigs"), None, 200),

@@ -180,10 +180,10 @@ for (const version of ['1.0', '0.3']) {
         const c = await client(binding, version);
         const task = await c.sendMessage(request(message('tck-input-required')));
         const created = await c.createTaskPushNotificationConfig({
-          tenant: '', id: 'js-hook', taskId: task.id, url: 'https://hooks.example.com/js', token: 'tok',
+          tenant: '', id: 'js-hook', taskId: task.id, url: 'https://93.184.216.34/js', token: 'tok',
           authentication: undefined,
         });
-        assert.equal(created.url, 'https://hooks.example.com/js');
+        assert.equal(created.url, 'https://93.184.216.34/js');
         assert.equal(created.id, 'js-hook');
         const got = await c.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'js-hook' });
         assert.equal(got.token, 'tok');

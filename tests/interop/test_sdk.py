@@ -127,12 +127,12 @@ async def test_push_config_crud(server, binding):
     client = await make_client(server, binding, streaming=False)
     task = (await send(client, f"push-{binding}"))[0].task
     created = await client.create_task_push_notification_config(
-        pb.TaskPushNotificationConfig(task_id=task.id, url="https://hooks.example.com/cb", token="t0k",
+        pb.TaskPushNotificationConfig(task_id=task.id, url="https://93.184.216.34/cb", token="t0k",
                                       authentication=pb.AuthenticationInfo(scheme="Bearer", credentials="s3cret"))
     )
     assert created.id and created.task_id == task.id
     got = await client.get_task_push_notification_config(pb.GetTaskPushNotificationConfigRequest(task_id=task.id, id=created.id))
-    assert got.url == "https://hooks.example.com/cb"
+    assert got.url == "https://93.184.216.34/cb"
     listed = await client.list_task_push_notification_configs(pb.ListTaskPushNotificationConfigsRequest(task_id=task.id))
     assert [c.id for c in listed.configs] == [created.id]
     await client.delete_task_push_notification_config(pb.DeleteTaskPushNotificationConfigRequest(task_id=task.id, id=created.id))
@@ -206,8 +206,8 @@ async def test_raw_0_3_jsonrpc_flow_without_version_header(server):
         assert [e["kind"] for e in events] == ["task", "status-update", "artifact-update", "status-update"]
         assert events[-1]["final"] is True
 
-        res = await rpc("tasks/pushNotificationConfig/set", {"taskId": task["id"], "pushNotificationConfig": {"url": "https://h.example/cb"}})
-        assert res["result"]["pushNotificationConfig"]["url"] == "https://h.example/cb"
+        res = await rpc("tasks/pushNotificationConfig/set", {"taskId": task["id"], "pushNotificationConfig": {"url": "https://93.184.216.34/cb"}})
+        assert res["result"]["pushNotificationConfig"]["url"] == "https://93.184.216.34/cb"
         res = await rpc("tasks/pushNotificationConfig/list", {"id": task["id"]})
         assert len(res["result"]) == 1
         res = await rpc("tasks/pushNotificationConfig/delete", {"id": task["id"], "pushNotificationConfigId": task["id"]})

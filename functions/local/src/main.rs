@@ -15,7 +15,9 @@ use a2a::engine::EngineConfig;
 use a2a::executor::{AgentExecutor, ConformanceAgent, EchoAgent};
 use a2a::http::Limits;
 use a2a::ports::Clock;
-use a2a::webhook::{AllowList, RetryPolicy};
+use a2a::server::ServerLimits;
+use a2a::ssrf::AllowList;
+use a2a::webhook::RetryPolicy;
 use clap::{Parser, ValueEnum};
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -100,6 +102,18 @@ struct Args {
     /// Shared secret of the edge publish endpoint (the worker's PUBLISH_SECRET).
     #[arg(long, env = "A2A_EDGE_PUBLISH_SECRET", hide_env_values = true)]
     edge_publish_secret: Option<String>,
+    /// Concurrent connections; past it new ones get a 503 and are closed.
+    #[arg(long, env = "A2A_MAX_CONNECTIONS", default_value_t = 1024)]
+    max_connections: usize,
+    /// Seconds to receive a request's headers (also the idle time of a keep-alive connection).
+    #[arg(long, env = "A2A_HEADER_TIMEOUT", default_value_t = 10)]
+    header_timeout: u64,
+    /// Seconds to receive a whole request body.
+    #[arg(long, env = "A2A_BODY_TIMEOUT", default_value_t = 30)]
+    body_timeout: u64,
+    /// Seconds a write to a client may wait before the client (not reading) is dropped.
+    #[arg(long, env = "A2A_WRITE_TIMEOUT", default_value_t = 30)]
+    write_timeout: u64,
     #[arg(long, env = "A2A_LOG_FORMAT", value_enum, default_value = "human")]
     log_format: LogFormat,
 }
@@ -161,7 +175,14 @@ fn main() -> Result<(), String> {
         .await
         .map_err(|e| e.message)?;
         tracing::info!(addr = %bound, agent = ?args.agent, "a2a-local listening");
-        a2a::server::serve(listener, embedded.service, a2a::server::shutdown_signal(), Duration::from_secs(5))
+        let limits = ServerLimits {
+            max_connections: args.max_connections,
+            header_timeout: Duration::from_secs(args.header_timeout.max(1)),
+            body_timeout: Duration::from_secs(args.body_timeout.max(1)),
+            write_timeout: Duration::from_secs(args.write_timeout.max(1)),
+            grace: Duration::from_secs(5),
+        };
+        a2a::server::serve(listener, embedded.service, a2a::server::shutdown_signal(), limits)
             .await
             .map_err(|e| e.to_string())
     })

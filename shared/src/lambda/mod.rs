@@ -24,7 +24,8 @@ use crate::http::{Limits, Service};
 use crate::page_token::PageTokens;
 use crate::ports::{Clock, Job, PushJob, PushQueue, StreamHub, WorkQueue};
 use crate::push::{Deliverer, DnsPolicy};
-use crate::webhook::{AllowList, RetryPolicy};
+use crate::ssrf::AllowList;
+use crate::webhook::RetryPolicy;
 
 /// JSON logs to stdout (CloudWatch), level from `RUST_LOG` (default info), no ANSI colours.
 pub fn init_tracing() {

@@ -11,15 +11,16 @@ pub async fn create_push_config(
     config: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig> {
     super::push_config_task(engine, ctx, &config, &config.task_id).await?;
+    engine.webhooks.check(&config.url).await?;
     store_push_config(engine, config).await
 }
 
-/// Checks the webhook URL, assigns an id when the client gave none, and stores the config.
+/// Stores a config whose webhook URL was checked: assigns an id when the client gave none, marks
+/// the task as having configs.
 pub(super) async fn store_push_config(
     engine: &Engine,
     mut config: TaskPushNotificationConfig,
 ) -> Result<TaskPushNotificationConfig> {
-    engine.webhooks.check(&config.url).await?;
     if config.id.is_empty() {
         config.id = uuid::Uuid::new_v4().to_string();
     }

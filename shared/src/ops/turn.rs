@@ -100,8 +100,10 @@ pub(super) async fn start_turn(engine: &Engine, ctx: &CallContext, req: SendMess
     req.validate("")?;
     let key = turn_key(&req);
     let push = req.configuration.as_ref().and_then(|c| c.task_push_notification_config.clone());
-    if push.is_some() {
+    if let Some(config) = &push {
+        // Judged before anything is stored: a refused webhook leaves no task behind.
         super::require_push(engine)?;
+        engine.webhooks.check(&config.url).await.map_err(|e| e.under("configuration.taskPushNotificationConfig"))?;
     }
     let message = req.message;
     let message_id = message.message_id.clone();

@@ -27,6 +27,8 @@ pub struct Setup {
     pub card: Option<AgentCard>,
     pub max_body: Option<usize>,
     pub blocking_timeout: Option<Duration>,
+    /// `--webhook-allow`.
+    pub webhook_allow: Option<&'static str>,
 }
 
 pub async fn agent() -> Agent {
@@ -55,7 +57,7 @@ pub async fn agent_with(setup: Setup) -> Agent {
         limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20), keep_alive: Duration::from_millis(200) },
         backend: Default::default(),
         max_tasks: 10_000,
-        webhook_allow: Default::default(),
+        webhook_allow: a2a::ssrf::AllowList::parse(setup.webhook_allow.unwrap_or("")).unwrap(),
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
         edge: None,
