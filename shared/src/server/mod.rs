@@ -12,12 +12,11 @@
 //! - graceful shutdown: the listener closes, in-flight requests finish, open SSE streams end cleanly
 //!   (final chunk) and connections get a grace period.
 
+mod io;
+
 use std::convert::Infallible;
-use std::future::Future as _;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -27,7 +26,6 @@ use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited, StreamB
 use hyper::body::{Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -83,16 +81,17 @@ fn refusal(path: &str, err: &A2aError, status: StatusCode) -> hyper::Response<Ou
     resp
 }
 
-/// RFC 9112 §6.1 and §6.3: `Transfer-Encoding` with `Content-Length` is a request-smuggling shape;
-/// a transfer coding other than `chunked` is not understood.
-fn framing_error(headers: &http::HeaderMap) -> Option<(StatusCode, A2aError)> {
+/// RFC 9112 §6.1 and §6.3: `Transfer-Encoding` with `Content-Length` is a request-smuggling shape
+/// (hyper keeps only one of them, so the connection's watcher reports it); a transfer coding other
+/// than `chunked` is not understood.
+fn framing_error(headers: &http::HeaderMap, both_lengths: bool) -> Option<(StatusCode, A2aError)> {
+    if both_lengths {
+        let err = A2aError::invalid_request("Transfer-Encoding and Content-Length together are not accepted");
+        return Some((StatusCode::BAD_REQUEST, err));
+    }
     let te: Vec<&str> = headers.get_all(header::TRANSFER_ENCODING).iter().filter_map(|v| v.to_str().ok()).collect();
     if te.is_empty() {
         return None;
-    }
-    if headers.contains_key(header::CONTENT_LENGTH) {
-        let err = A2aError::invalid_request("Transfer-Encoding and Content-Length together are not accepted");
-        return Some((StatusCode::BAD_REQUEST, err));
     }
     let codings: Vec<String> =
         te.iter().flat_map(|v| v.split(',')).map(|c| c.trim().to_ascii_lowercase()).filter(|c| !c.is_empty()).collect();
@@ -110,11 +109,13 @@ async fn serve_one(
     service: Arc<Service>,
     limits: ServerLimits,
     shutdown: CancellationToken,
+    framing: Arc<io::Framing>,
     req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<OutBody>, Infallible> {
+    let both_lengths = framing.next_request_has_both_lengths();
     let (parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
-    if let Some((status, err)) = framing_error(&parts.headers) {
+    if let Some((status, err)) = framing_error(&parts.headers, both_lengths) {
         return Ok(refusal(&path, &err, status));
     }
     // A caller the service will refuse does not get to send a large body first.
@@ -171,64 +172,6 @@ fn to_hyper(response: http::Response<Body>, shutdown: &CancellationToken) -> hyp
     hyper::Response::from_parts(parts, body)
 }
 
-/// A connection whose writes fail once one of them has waited `timeout` (a client that stopped
-/// reading), so hyper drops the connection and what it buffered.
-struct WriteDeadline<T> {
-    inner: T,
-    timeout: Duration,
-    waiting: Option<Pin<Box<tokio::time::Sleep>>>,
-}
-
-impl<T> WriteDeadline<T> {
-    fn new(inner: T, timeout: Duration) -> Self {
-        Self { inner, timeout, waiting: None }
-    }
-
-    fn pending<R>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<R>> {
-        let timeout = self.timeout;
-        let sleep = self.waiting.get_or_insert_with(|| Box::pin(tokio::time::sleep(timeout)));
-        match sleep.as_mut().poll(cx) {
-            Poll::Ready(()) => Poll::Ready(Err(std::io::Error::new(
-                std::io::ErrorKind::TimedOut,
-                "the client did not read its response in time",
-            ))),
-            Poll::Pending => Poll::Pending,
-        }
-    }
-}
-
-impl<T: AsyncRead + Unpin> AsyncRead for WriteDeadline<T> {
-    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_read(cx, buf)
-    }
-}
-
-impl<T: AsyncWrite + Unpin> AsyncWrite for WriteDeadline<T> {
-    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
-        match Pin::new(&mut self.inner).poll_write(cx, buf) {
-            Poll::Pending => self.pending(cx),
-            done => {
-                self.waiting = None;
-                done
-            }
-        }
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        match Pin::new(&mut self.inner).poll_flush(cx) {
-            Poll::Pending => self.pending(cx),
-            done => {
-                self.waiting = None;
-                done
-            }
-        }
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
-}
-
 /// The answer to a connection past the cap, written without hyper (nothing of the request is read).
 async fn turn_away(mut stream: tokio::net::TcpStream) {
     use tokio::io::AsyncWriteExt;
@@ -274,13 +217,14 @@ pub async fn serve(
                 };
                 let _ = stream.set_nodelay(true);
                 let (service, conn_limits, stop) = (service.clone(), limits.clone(), stopping.clone());
-                let io = TokioIo::new(WriteDeadline::new(stream, limits.write_timeout));
+                let (guarded, framing) = io::Guarded::new(stream, limits.write_timeout);
+                let io = TokioIo::new(guarded);
                 let conn = http1::Builder::new()
                     .timer(TokioTimer::new())
                     .header_read_timeout(limits.header_timeout)
                     .keep_alive(true)
                     .serve_connection(io, hyper::service::service_fn(move |req| {
-                        serve_one(service.clone(), conn_limits.clone(), stop.clone(), req)
+                        serve_one(service.clone(), conn_limits.clone(), stop.clone(), framing.clone(), req)
                     }));
                 let conn = graceful.watch(conn);
                 tokio::spawn(async move {
