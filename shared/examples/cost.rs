@@ -84,7 +84,7 @@ async fn main() {
             create_resources: true,
             poll: PollSettings { wait: Duration::from_secs(1), ..PollSettings::default() },
         }),
-        max_tasks: 0,
+        memory: Default::default(),
         webhook_allow: Default::default(),
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(5),

@@ -48,8 +48,8 @@ pub struct EmbeddedConfig {
     pub engine: EngineConfig,
     pub limits: Limits,
     pub backend: Backend,
-    /// Cap on tasks kept by the memory store (the oldest finished ones are evicted past it).
-    pub max_tasks: usize,
+    /// The memory store's caps (tasks, bytes, idle lifetime of interrupted tasks).
+    pub memory: MemoryLimits,
     /// Private networks webhooks may reach anyway (e.g. 127.0.0.1 in development).
     pub webhook_allow: AllowList,
     pub push_retry: RetryPolicy,
@@ -83,12 +83,13 @@ struct Wiring {
     dynamo: Option<Arc<crate::adapters::aws::DynamoStore>>,
 }
 
-fn memory_wiring(max_tasks: usize, retry: RetryPolicy) -> Wiring {
+fn memory_wiring(limits: MemoryLimits, retry: RetryPolicy) -> Wiring {
     let (queue, jobs) = MemoryWorkQueue::new();
     let (push_queue, push_jobs) = MemoryPushQueue::new();
+    let store = Arc::new(MemoryStore::new(limits));
     Wiring {
-        store: Arc::new(MemoryTaskStore::with_max_tasks(max_tasks)),
-        push_configs: Arc::new(MemoryPushConfigStore::default()),
+        store: store.clone(),
+        push_configs: store,
         queue: Arc::new(queue),
         push_queue: Arc::new(push_queue),
         consumers: Box::new(move |runner, deliverer| {
@@ -172,7 +173,7 @@ async fn aws_wiring(options: AwsOptions, retry: RetryPolicy) -> Result<Wiring> {
 pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let wiring = match config.backend {
-        Backend::Memory => memory_wiring(config.max_tasks, config.push_retry),
+        Backend::Memory => memory_wiring(config.memory, config.push_retry),
         #[cfg(feature = "aws")]
         Backend::Aws(options) => aws_wiring(options, config.push_retry).await?,
     };

@@ -32,6 +32,8 @@ pub enum ErrorKind {
     MethodNotAllowed,
     /// The request (its body) did not arrive in time.
     RequestTimeout,
+    /// The server holds all it may (its memory budget); retry later.
+    ResourceExhausted,
 }
 
 /// How one error kind appears on each binding.
@@ -69,6 +71,7 @@ impl ErrorKind {
         Self::PayloadTooLarge,
         Self::MethodNotAllowed,
         Self::RequestTimeout,
+        Self::ResourceExhausted,
     ];
 
     /// The mapping table. Everything that turns an error into bytes reads it from here.
@@ -126,6 +129,9 @@ impl ErrorKind {
             Self::MethodNotAllowed => s(-32601, 405, "UNIMPLEMENTED", "METHOD_NOT_ALLOWED", "HTTP method not allowed"),
             Self::RequestTimeout => {
                 s(-32600, 408, "DEADLINE_EXCEEDED", "REQUEST_TIMEOUT", "Request not received in time")
+            }
+            Self::ResourceExhausted => {
+                s(-32011, 503, "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED", "The server is at its limits")
             }
         }
     }

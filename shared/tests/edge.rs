@@ -32,7 +32,7 @@ async fn every_event_is_published_signed_in_order_with_retries() {
         engine: Default::default(),
         limits: Default::default(),
         backend: Default::default(),
-        max_tasks: 100,
+        memory: a2a::adapters::memory::MemoryLimits { max_tasks: 100, ..Default::default() },
         webhook_allow: AllowList::default(),
         push_retry: RetryPolicy::default(),
         push_timeout: Duration::from_secs(2),

@@ -35,7 +35,7 @@ fn world() -> &'static World {
                 engine: a2a::engine::EngineConfig { blocking_timeout: Duration::from_secs(5), ..Default::default() },
                 limits: a2a::http::Limits { max_body: 64 * 1024, ..Default::default() },
                 backend: Default::default(),
-                max_tasks: 1000,
+                memory: a2a::adapters::memory::MemoryLimits { max_tasks: 1000, ..Default::default() },
                 webhook_allow: Default::default(),
                 push_retry: Default::default(),
                 push_timeout: Duration::from_secs(1),

@@ -8,7 +8,7 @@ mod common;
 
 use std::sync::Arc;
 
-use a2a::adapters::memory::{MemoryPushConfigStore, MemoryTaskStore};
+use a2a::adapters::memory::MemoryStore;
 use a2a::engine::{apply_all, AgentEvent};
 use a2a::error::ErrorKind;
 use a2a::ports::*;
@@ -24,11 +24,12 @@ struct Stores {
 }
 
 async fn all_stores() -> Vec<Stores> {
+    let memory = Arc::new(MemoryStore::default());
     let mut out = vec![Stores {
         name: "memory",
-        tasks: Arc::new(MemoryTaskStore::new()),
-        configs: Arc::new(MemoryPushConfigStore::default()),
-        other: Arc::new(MemoryTaskStore::new()),
+        tasks: memory.clone(),
+        configs: memory,
+        other: Arc::new(MemoryStore::default()),
     }];
     if common::aws_available() {
         let d = common::dynamo_store("secret-1").await;
@@ -300,6 +301,8 @@ async fn push_configs_crud() {
             authentication: Some(AuthenticationInfo { scheme: "Bearer".into(), credentials: "secret".into() }),
             ..Default::default()
         };
+        // Configs belong to a task (the memory store keeps them in it, so they go with it).
+        s.tasks.create(record("t1", "alice", "ctx", 0), None).await.unwrap();
         s.configs.put(cfg("a")).await.unwrap();
         s.configs.put(cfg("b")).await.unwrap();
         s.configs.put(TaskPushNotificationConfig { url: "https://h.example/other".into(), ..cfg("a") }).await.unwrap();

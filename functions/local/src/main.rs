@@ -8,6 +8,7 @@ use std::time::Duration;
 use a2a::adapters::aws::sqs::PollSettings;
 use a2a::adapters::aws::AwsSettings;
 use a2a::adapters::edge_publisher::EdgeSettings;
+use a2a::adapters::memory::MemoryLimits;
 use a2a::auth::{self, DEFAULT_API_KEY_HEADER};
 use a2a::card::{default_card, read_card_file};
 use a2a::embedded::{start, AwsOptions, Backend, EmbeddedConfig};
@@ -86,6 +87,13 @@ struct Args {
     /// Most tasks kept in memory; past it the oldest finished tasks are evicted.
     #[arg(long, env = "A2A_MAX_TASKS", default_value_t = a2a::adapters::memory::DEFAULT_MAX_TASKS)]
     max_tasks: usize,
+    /// Most bytes the memory store holds (tasks, events, configs); past it the oldest finished tasks
+    /// are evicted, and work that still does not fit is refused (503).
+    #[arg(long, env = "A2A_MAX_BYTES", default_value_t = a2a::adapters::memory::DEFAULT_MAX_BYTES)]
+    max_bytes: usize,
+    /// Seconds an interrupted task (INPUT_REQUIRED / AUTH_REQUIRED) may sit idle before it expires.
+    #[arg(long, env = "A2A_IDLE_TASK_TTL", default_value_t = a2a::adapters::memory::DEFAULT_IDLE_TTL.as_secs())]
+    idle_task_ttl: u64,
     /// Private networks webhooks may reach anyway, as `cidr,cidr` (e.g. 127.0.0.1/32 for local receivers).
     #[arg(long, env = "A2A_WEBHOOK_ALLOW", default_value = "")]
     webhook_allow: String,
@@ -166,7 +174,11 @@ fn main() -> Result<(), String> {
             },
             limits: Limits { max_body: args.max_body, ..Limits::default() },
             backend,
-            max_tasks: args.max_tasks,
+            memory: MemoryLimits {
+                max_tasks: args.max_tasks,
+                max_bytes: args.max_bytes,
+                idle_ttl: Duration::from_secs(args.idle_task_ttl),
+            },
             webhook_allow,
             push_retry: RetryPolicy { max_attempts: args.push_max_attempts.max(1), ..RetryPolicy::default() },
             push_timeout: Duration::from_secs(args.push_timeout),

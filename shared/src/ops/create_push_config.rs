@@ -2,7 +2,7 @@
 //! (0.3 `tasks/pushNotificationConfig/set`), `POST /tasks/{taskId}/pushNotificationConfigs`, §3.1.7.
 
 use crate::engine::{CallContext, Engine};
-use crate::error::Result;
+use crate::error::{A2aError, Result};
 use crate::types::TaskPushNotificationConfig;
 
 pub async fn create_push_config(
@@ -12,8 +12,21 @@ pub async fn create_push_config(
 ) -> Result<TaskPushNotificationConfig> {
     super::push_config_task(engine, ctx, &config, &config.task_id).await?;
     engine.webhooks.check(&config.url).await?;
+    let held = engine.push_configs.list(&config.task_id).await?;
+    if held.len() >= MAX_CONFIGS_PER_TASK && !held.iter().any(|c| c.id == config.id) {
+        return Err(A2aError::invalid_field(
+            "id",
+            format!(
+                "task {} already has {MAX_CONFIGS_PER_TASK} push configs, the most it may hold; delete one first",
+                config.task_id
+            ),
+        ));
+    }
     store_push_config(engine, config).await
 }
+
+/// The most push configs one task may hold.
+pub const MAX_CONFIGS_PER_TASK: usize = 16;
 
 /// Stores a config whose webhook URL was checked: assigns an id when the client gave none, marks
 /// the task as having configs.

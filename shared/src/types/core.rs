@@ -1,6 +1,9 @@
 //! Task, Message, Part, Artifact, the streaming events and the one-of response wrappers.
 
 use std::fmt;
+use std::sync::Arc;
+
+use bytes::Bytes;
 
 use chrono::{DateTime, Utc};
 use serde::de::{self, Deserializer};
@@ -159,15 +162,17 @@ proto_enum!(
     }
 );
 
-/// The content of a part: exactly one of these members is present on the wire.
+/// The content of a part: exactly one of these members is present on the wire. Text, bytes and data
+/// are shared, not copied, when a part is cloned: the same content sits in a task's history or
+/// artifacts, in its event log and in every stream and webhook job that carries it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PartContent {
-    Text(String),
+    Text(Arc<str>),
     /// Inline bytes, base64 on the wire.
-    Raw(Vec<u8>),
+    Raw(Bytes),
     Url(String),
     /// Any JSON value (`google.protobuf.Value`).
-    Data(Value),
+    Data(Arc<Value>),
 }
 
 /// The smallest unit of content in a Message or Artifact.
@@ -181,10 +186,10 @@ pub struct Part {
 
 impl Part {
     pub fn text(text: impl Into<String>) -> Self {
-        Self::new(PartContent::Text(text.into()))
+        Self::new(PartContent::Text(Arc::from(text.into())))
     }
 
-    pub fn raw(bytes: impl Into<Vec<u8>>) -> Self {
+    pub fn raw(bytes: impl Into<Bytes>) -> Self {
         Self::new(PartContent::Raw(bytes.into()))
     }
 
@@ -193,7 +198,7 @@ impl Part {
     }
 
     pub fn data(value: Value) -> Self {
-        Self::new(PartContent::Data(value))
+        Self::new(PartContent::Data(Arc::new(value)))
     }
 
     pub fn new(content: PartContent) -> Self {
@@ -222,10 +227,10 @@ impl Serialize for Part {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut map = s.serialize_map(None)?;
         match &self.content {
-            PartContent::Text(t) => map.serialize_entry("text", t)?,
+            PartContent::Text(t) => map.serialize_entry("text", &**t)?,
             PartContent::Raw(b) => map.serialize_entry("raw", &base64_bytes::encode(b))?,
             PartContent::Url(u) => map.serialize_entry("url", u)?,
-            PartContent::Data(v) => map.serialize_entry("data", v)?,
+            PartContent::Data(v) => map.serialize_entry("data", &**v)?,
         }
         if let Some(m) = &self.metadata {
             map.serialize_entry("metadata", m)?;
@@ -260,17 +265,18 @@ impl<'de> Deserialize<'de> for Part {
         let w = Wire::deserialize(d)?;
         let mut members = Vec::with_capacity(1);
         if let Some(t) = w.text {
-            members.push(PartContent::Text(t));
+            members.push(PartContent::Text(t.into()));
         }
         if let Some(r) = w.raw {
-            members
-                .push(PartContent::Raw(base64_bytes::decode(&r).map_err(|e| de::Error::custom(format!("raw: {e}")))?));
+            members.push(PartContent::Raw(
+                base64_bytes::decode(&r).map_err(|e| de::Error::custom(format!("raw: {e}")))?.into(),
+            ));
         }
         if let Some(u) = w.url {
             members.push(PartContent::Url(u));
         }
         if let Some(v) = w.data {
-            members.push(PartContent::Data(v));
+            members.push(PartContent::Data(Arc::new(v)));
         }
         if members.len() != 1 {
             return Err(de::Error::custom(format!(

@@ -1,6 +1,7 @@
 //! Checks of the proto's `REQUIRED` field behaviours that serde's presence checks cannot express:
 //! required strings must be non-empty, required arrays must hold at least one element, required
-//! enums must not be `UNSPECIFIED` (spec §5.7). Errors name the field by its JSON path.
+//! enums must not be `UNSPECIFIED` (spec §5.7). Also the server's bounds on what a client may make
+//! it keep: ids, metadata, push config tokens and credentials. Errors name the field by its JSON path.
 
 use crate::error::{A2aError, Result};
 
@@ -19,6 +20,33 @@ fn field(path: &str, name: &str) -> String {
     }
 }
 
+/// Longest id a client may choose (messageId, contextId, taskId, push config id, referenceTaskIds).
+pub const MAX_ID_LEN: usize = 256;
+/// Largest `metadata` of a message, a part or a request, in bytes of its JSON.
+pub const MAX_METADATA_BYTES: usize = 16 * 1024;
+/// Longest push config token and authentication credentials.
+pub const MAX_SECRET_LEN: usize = 4096;
+
+fn bounded(path: &str, name: &str, value: &str, max: usize) -> Result<()> {
+    if value.len() > max {
+        Err(A2aError::invalid_field(&field(path, name), format!("is {} bytes long; the limit is {max}", value.len())))
+    } else {
+        Ok(())
+    }
+}
+
+fn bounded_metadata(path: &str, metadata: &Option<Struct>) -> Result<()> {
+    let Some(m) = metadata else { return Ok(()) };
+    let size = serde_json::to_vec(m).map_or(usize::MAX, |v| v.len());
+    if size > MAX_METADATA_BYTES {
+        return Err(A2aError::invalid_field(
+            &field(path, "metadata"),
+            format!("is {size} bytes of JSON; the limit is {MAX_METADATA_BYTES}"),
+        ));
+    }
+    Ok(())
+}
+
 fn non_empty(path: &str, name: &str, value: &str) -> Result<()> {
     if value.trim().is_empty() {
         Err(A2aError::invalid_field(&field(path, name), "is required and must not be empty"))
@@ -30,6 +58,13 @@ fn non_empty(path: &str, name: &str, value: &str) -> Result<()> {
 impl Validate for Message {
     fn validate(&self, path: &str) -> Result<()> {
         non_empty(path, "messageId", &self.message_id)?;
+        bounded(path, "messageId", &self.message_id, MAX_ID_LEN)?;
+        bounded(path, "contextId", &self.context_id, MAX_ID_LEN)?;
+        bounded(path, "taskId", &self.task_id, MAX_ID_LEN)?;
+        for (i, r) in self.reference_task_ids.iter().enumerate() {
+            bounded(path, &format!("referenceTaskIds[{i}]"), r, MAX_ID_LEN)?;
+        }
+        bounded_metadata(path, &self.metadata)?;
         if self.role == Role::Unspecified {
             return Err(A2aError::invalid_field(&field(path, "role"), "is required (ROLE_USER or ROLE_AGENT)"));
         }
@@ -48,13 +83,14 @@ impl Validate for Part {
         if let PartContent::Url(u) = &self.content {
             non_empty(path, "url", u)?;
         }
-        Ok(())
+        bounded_metadata(path, &self.metadata)
     }
 }
 
 impl Validate for SendMessageRequest {
     fn validate(&self, path: &str) -> Result<()> {
         self.message.validate(&field(path, "message"))?;
+        bounded_metadata(path, &self.metadata)?;
         if let Some(cfg) = &self.configuration {
             if let Some(h) = cfg.history_length {
                 if h < 0 {
@@ -65,8 +101,24 @@ impl Validate for SendMessageRequest {
                 }
             }
             if let Some(push) = &cfg.task_push_notification_config {
-                non_empty(&field(path, "configuration.taskPushNotificationConfig"), "url", &push.url)?;
+                let p = field(path, "configuration.taskPushNotificationConfig");
+                non_empty(&p, "url", &push.url)?;
+                push.bounds(&p)?;
             }
+        }
+        Ok(())
+    }
+}
+
+impl TaskPushNotificationConfig {
+    /// The sizes a config may have (the URL's own limit is the SSRF guard's).
+    fn bounds(&self, path: &str) -> Result<()> {
+        bounded(path, "id", &self.id, MAX_ID_LEN)?;
+        bounded(path, "token", &self.token, MAX_SECRET_LEN)?;
+        if let Some(auth) = &self.authentication {
+            let p = field(path, "authentication");
+            bounded(&p, "scheme", &auth.scheme, MAX_ID_LEN)?;
+            bounded(&p, "credentials", &auth.credentials, MAX_SECRET_LEN)?;
         }
         Ok(())
     }
@@ -79,7 +131,7 @@ impl Validate for TaskPushNotificationConfig {
         if let Some(auth) = &self.authentication {
             non_empty(&field(path, "authentication"), "scheme", &auth.scheme)?;
         }
-        Ok(())
+        self.bounds(path)
     }
 }
 

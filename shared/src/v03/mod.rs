@@ -96,10 +96,10 @@ impl From<&v1::Part> for Part {
             metadata: metadata.clone(),
         };
         match &p.content {
-            PartContent::Text(t) => Part::Text { text: t.clone(), metadata },
+            PartContent::Text(t) => Part::Text { text: t.to_string(), metadata },
             PartContent::Raw(b) => file(Some(base64_bytes::encode(b)), None),
             PartContent::Url(u) => file(None, Some(u.clone())),
-            PartContent::Data(d) => Part::Data { data: d.clone(), metadata },
+            PartContent::Data(d) => Part::Data { data: Value::clone(d), metadata },
         }
     }
 }
@@ -113,7 +113,8 @@ impl Part {
                 let content = match (file.bytes, file.uri) {
                     (Some(b), None) => PartContent::Raw(
                         base64_bytes::decode(&b)
-                            .map_err(|e| A2aError::invalid_field(&format!("{path}.file.bytes"), e))?,
+                            .map_err(|e| A2aError::invalid_field(&format!("{path}.file.bytes"), e))?
+                            .into(),
                     ),
                     (None, Some(u)) => PartContent::Url(u),
                     _ => {

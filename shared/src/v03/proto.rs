@@ -250,9 +250,9 @@ mod tests {
         assert!(!req.configuration.as_ref().unwrap().return_immediately);
         assert_eq!(req.message.parts[0].content, PartContent::Text("hi".into()));
         // "ZEdOcg==" is base64 of "dGNr", the base64 string of "tck" (see the module doc).
-        assert_eq!(req.message.parts[1].content, PartContent::Raw(b"tck".to_vec()));
+        assert_eq!(req.message.parts[1].content, PartContent::Raw(bytes::Bytes::from_static(b"tck")));
         assert_eq!(req.message.parts[1].filename, "a.txt");
-        assert_eq!(req.message.parts[2].content, PartContent::Data(json!({"k": 1})));
+        assert_eq!(req.message.parts[2].content, PartContent::Data(std::sync::Arc::new(json!({"k": 1}))));
         let out = message_out(&req.message);
         assert_eq!(out["content"][1]["file"]["fileWithBytes"], "ZEdOcg==");
         assert_eq!(out["content"][2]["data"]["data"]["k"], 1);

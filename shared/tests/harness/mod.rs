@@ -56,7 +56,7 @@ pub async fn agent_with(setup: Setup) -> Agent {
         },
         limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20), keep_alive: Duration::from_millis(200) },
         backend: Default::default(),
-        max_tasks: 10_000,
+        memory: a2a::adapters::memory::MemoryLimits { max_tasks: 10_000, ..Default::default() },
         webhook_allow: a2a::ssrf::AllowList::parse(setup.webhook_allow.unwrap_or("")).unwrap(),
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),

@@ -1,0 +1,555 @@
+//! [`MemoryStore`]: tasks, their event logs, their push configs and the messageId claims in process
+//! memory, bounded by task count and by bytes.
+//!
+//! - Each task is one entry behind its own lock (updates of different tasks never wait on each
+//!   other); its push configs live in the entry, so they go with it.
+//! - ListTasks reads per-owner indexes ([`super::index`]): a page costs O(page), and no request holds
+//!   a lock across the whole store.
+//! - Memory: part contents are shared between a task and its events (see `PartContent`), and every
+//!   entry's size is accounted. Past `max_tasks` or `max_bytes` the oldest evictable tasks go: finished
+//!   ones, and interrupted ones (INPUT_REQUIRED / AUTH_REQUIRED) idle longer than `idle_ttl` (those
+//!   also expire on their own). A new task, or an event that adds more than a few KB, that would
+//!   not fit even then is refused with ResourceExhausted; nothing is dropped that a client can still
+//!   use.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+
+use super::index::{Key, ListIndex, Placement, Scan};
+use crate::error::{A2aError, ErrorKind, Result};
+use crate::page_token::PageTokens;
+use crate::ports::*;
+use crate::types::{Part, PartContent, Struct, Task, TaskPushNotificationConfig};
+
+/// Default cap on tasks held.
+pub const DEFAULT_MAX_TASKS: usize = 100_000;
+/// Default cap on the bytes held (part contents, events, configs).
+pub const DEFAULT_MAX_BYTES: usize = 1 << 30;
+/// Default lifetime of an interrupted task nobody answers.
+pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(24 * 3600);
+
+/// An event that adds at most this much is always taken (a status change that ends a task must
+/// never be refused), even over the byte budget.
+const SMALL_EVENT: usize = 4096;
+/// Candidates looked at per eviction pass (eviction stays bounded per request).
+const EVICTION_SCAN: usize = 4096;
+/// How often idle interrupted tasks are swept.
+const SWEEP_EVERY_SECS: i64 = 60;
+
+#[derive(Debug, Clone)]
+pub struct MemoryLimits {
+    pub max_tasks: usize,
+    pub max_bytes: usize,
+    /// Interrupted tasks idle longer than this expire.
+    pub idle_ttl: Duration,
+}
+
+impl Default for MemoryLimits {
+    fn default() -> Self {
+        Self { max_tasks: DEFAULT_MAX_TASKS, max_bytes: DEFAULT_MAX_BYTES, idle_ttl: DEFAULT_IDLE_TTL }
+    }
+}
+
+struct Entry {
+    record: TaskRecord,
+    events: Vec<EventRecord>,
+    configs: Vec<TaskPushNotificationConfig>,
+    /// What this entry counts for in the store's byte total.
+    bytes: usize,
+    placement: Placement,
+}
+
+impl Entry {
+    fn size(&self) -> usize {
+        task_size(&self.record.task)
+            + self.events.iter().map(|e| event_size(&e.event)).sum::<usize>()
+            + self.configs.iter().map(config_size).sum::<usize>()
+    }
+
+    /// Evictable: finished, or interrupted and idle past `ttl`.
+    fn evictable(&self, now: DateTime<Utc>, ttl: Duration) -> bool {
+        let state = self.record.state();
+        state.is_terminal() || (state.is_interrupted() && idle_past(&self.record, now, ttl))
+    }
+}
+
+fn idle_past(record: &TaskRecord, now: DateTime<Utc>, ttl: Duration) -> bool {
+    let ttl = chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX);
+    now.signed_duration_since(record.status_time()) > ttl
+}
+
+fn placement(record: &TaskRecord) -> Placement {
+    Placement {
+        owner: Arc::from(record.owner.as_str()),
+        context: Arc::from(record.task.context_id.as_str()),
+        state: record.state(),
+        key: (record.status_time().timestamp_micros(), Arc::from(record.task.id.as_str())),
+    }
+}
+
+pub struct MemoryStore {
+    tasks: RwLock<HashMap<String, Arc<Mutex<Entry>>>>,
+    /// `(owner, messageId)` → the task that message created (see [`MessageClaim`]).
+    claims: Mutex<HashMap<(String, String), String>>,
+    index: Mutex<ListIndex>,
+    /// Task ids in creation order, for eviction.
+    order: Mutex<VecDeque<String>>,
+    bytes: AtomicUsize,
+    limits: MemoryLimits,
+    tokens: PageTokens,
+    last_sweep: AtomicI64,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new(MemoryLimits::default())
+    }
+}
+
+impl MemoryStore {
+    pub fn new(limits: MemoryLimits) -> Self {
+        Self {
+            tasks: RwLock::new(HashMap::new()),
+            claims: Mutex::new(HashMap::new()),
+            index: Mutex::new(ListIndex::default()),
+            order: Mutex::new(VecDeque::new()),
+            bytes: AtomicUsize::new(0),
+            limits: MemoryLimits { max_tasks: limits.max_tasks.max(1), ..limits },
+            tokens: PageTokens::random(),
+            last_sweep: AtomicI64::new(Utc::now().timestamp()),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.tasks.read().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes the store accounts for.
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Relaxed)
+    }
+
+    fn entry(&self, task_id: &str) -> Option<Arc<Mutex<Entry>>> {
+        self.tasks.read().get(task_id).cloned()
+    }
+
+    fn over(&self, extra_bytes: usize, extra_tasks: usize) -> bool {
+        self.bytes() + extra_bytes > self.limits.max_bytes || self.len() + extra_tasks > self.limits.max_tasks
+    }
+
+    fn exhausted(&self, what: &str) -> A2aError {
+        A2aError::new(
+            ErrorKind::ResourceExhausted,
+            format!(
+                "{what} does not fit: the server holds {} tasks in {} bytes (limits {} tasks, {} bytes) and none can be evicted yet",
+                self.len(),
+                self.bytes(),
+                self.limits.max_tasks,
+                self.limits.max_bytes
+            ),
+        )
+    }
+
+    /// Removes a task and everything that hangs on it (events, configs, claim, index entries).
+    fn remove(&self, task_id: &str) {
+        let Some(entry) = self.tasks.write().remove(task_id) else { return };
+        let entry = entry.lock();
+        self.index.lock().remove(&entry.placement);
+        self.bytes.fetch_sub(entry.bytes, Ordering::Relaxed);
+        if let Some(first) = entry.record.task.history.first() {
+            let key = (entry.record.owner.clone(), first.message_id.clone());
+            let mut claims = self.claims.lock();
+            if claims.get(&key).is_some_and(|t| t == task_id) {
+                claims.remove(&key);
+            }
+        }
+    }
+
+    /// Evicts the oldest evictable tasks until the store fits with `extra` more bytes and tasks (a
+    /// bounded look per call, so a request never walks the whole store).
+    fn evict(&self, extra_bytes: usize, extra_tasks: usize) {
+        let now = Utc::now();
+        let mut order = self.order.lock();
+        let mut kept = Vec::new();
+        for _ in 0..EVICTION_SCAN.min(order.len()) {
+            if !self.over(extra_bytes, extra_tasks) {
+                break;
+            }
+            let Some(id) = order.pop_front() else { break };
+            // An entry in use right now is not a candidate (and waiting for it could deadlock).
+            let evictable = self.entry(&id).map(|e| e.try_lock().map(|e| e.evictable(now, self.limits.idle_ttl)));
+            match evictable {
+                Some(Some(true)) => self.remove(&id),
+                Some(_) => kept.push(id),
+                None => {}
+            }
+        }
+        // Unevictable tasks keep their age order at the front.
+        for id in kept.into_iter().rev() {
+            order.push_front(id);
+        }
+    }
+
+    /// Interrupted tasks idle past the TTL expire, pressure or not (a pass a minute at most).
+    fn sweep(&self) {
+        let now = Utc::now();
+        let last = self.last_sweep.load(Ordering::Relaxed);
+        if now.timestamp() - last < SWEEP_EVERY_SECS
+            || self.last_sweep.compare_exchange(last, now.timestamp(), Ordering::Relaxed, Ordering::Relaxed).is_err()
+        {
+            return;
+        }
+        let entries: Vec<(String, Arc<Mutex<Entry>>)> =
+            self.tasks.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        for (id, entry) in entries {
+            let expired = {
+                let e = entry.lock();
+                e.record.state().is_interrupted() && idle_past(&e.record, now, self.limits.idle_ttl)
+            };
+            if expired {
+                tracing::debug!(task_id = %id, "interrupted task idle past its TTL: expired");
+                self.remove(&id);
+            }
+        }
+    }
+
+    /// Re-indexes an entry whose state or status time changed; keeps the byte total current.
+    fn settle(&self, entry: &mut Entry) {
+        let placement = placement(&entry.record);
+        if placement != entry.placement {
+            let mut index = self.index.lock();
+            index.remove(&entry.placement);
+            index.insert(&placement);
+            entry.placement = placement;
+        }
+        let size = entry.size();
+        if size >= entry.bytes {
+            self.bytes.fetch_add(size - entry.bytes, Ordering::Relaxed);
+        } else {
+            self.bytes.fetch_sub(entry.bytes - size, Ordering::Relaxed);
+        }
+        entry.bytes = size;
+    }
+
+    /// A list entry: the record without its history and artifacts (a page never copies contents;
+    /// `hydrate` gives the full record).
+    fn summary(r: &TaskRecord) -> TaskRecord {
+        let task = Task {
+            id: r.task.id.clone(),
+            context_id: r.task.context_id.clone(),
+            status: r.task.status.clone(),
+            artifacts: None,
+            history: Vec::new(),
+            metadata: r.task.metadata.clone(),
+        };
+        TaskRecord { task, owner: r.owner.clone(), turn: r.turn.clone(), ..*r }
+    }
+
+    fn encode_cursor(&self, key: &Key, total: usize) -> String {
+        self.tokens.seal(format!("{}|{total}|{}", key.0, key.1).as_bytes())
+    }
+
+    fn decode_cursor(&self, token: &str) -> Result<Option<(Key, usize)>> {
+        if token.is_empty() {
+            return Ok(None);
+        }
+        let bad = || A2aError::invalid_field("pageToken", "is malformed");
+        let payload = String::from_utf8(self.tokens.open(token)?).map_err(|_| bad())?;
+        let mut it = payload.splitn(3, '|');
+        let (Some(t), Some(total), Some(id)) = (it.next(), it.next(), it.next()) else { return Err(bad()) };
+        let t: i64 = t.parse().map_err(|_| bad())?;
+        let total: usize = total.parse().map_err(|_| bad())?;
+        Ok(Some(((t, Arc::from(id)), total)))
+    }
+}
+
+#[async_trait]
+impl TaskStore for MemoryStore {
+    async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
+        self.sweep();
+        let id = record.task.id.clone();
+        let entry = Entry { placement: placement(&record), record, events: Vec::new(), configs: Vec::new(), bytes: 0 };
+        let size = entry.size();
+        if self.over(size, 1) {
+            self.evict(size, 1);
+            if self.over(size, 1) {
+                return Err(self.exhausted("a new task"));
+            }
+        }
+        {
+            let mut tasks = self.tasks.write();
+            let mut claims = self.claims.lock();
+            if tasks.contains_key(&id) {
+                return Ok(false);
+            }
+            if let Some(c) = claim {
+                let key = (c.owner.clone(), c.message_id.clone());
+                if claims.get(&key) != c.replaces.as_ref() {
+                    return Ok(false);
+                }
+                claims.insert(key, id.clone());
+            }
+            self.index.lock().insert(&entry.placement);
+            self.bytes.fetch_add(size, Ordering::Relaxed);
+            tasks.insert(id.clone(), Arc::new(Mutex::new(Entry { bytes: size, ..entry })));
+        }
+        self.order.lock().push_back(id);
+        Ok(true)
+    }
+
+    async fn claimed_task(&self, owner: &str, message_id: &str) -> Result<Option<String>> {
+        Ok(self.claims.lock().get(&(owner.to_string(), message_id.to_string())).cloned())
+    }
+
+    async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {
+        Ok(self.entry(task_id).map(|e| e.lock().record.clone()))
+    }
+
+    async fn update(&self, task_id: &str, mutate: Mutation<'_>) -> Result<Committed> {
+        if self.over(0, 0) {
+            self.evict(0, 0);
+        }
+        // A large update that does not fit makes room (with the task's own lock released) and is
+        // tried once more; mutations may run more than once.
+        let mut made_room = false;
+        loop {
+            let entry = self.entry(task_id).ok_or_else(|| A2aError::task_not_found(task_id))?;
+            let mut entry = entry.lock();
+            // Mutate a copy so that a failing mutation leaves the task untouched.
+            let mut next = entry.record.clone();
+            let produced = mutate(&mut next)?;
+            let added = task_size(&next.task).saturating_sub(task_size(&entry.record.task))
+                + produced.iter().map(event_size).sum::<usize>();
+            if added > SMALL_EVENT && self.over(added, 0) {
+                if made_room {
+                    return Err(self.exhausted("this update"));
+                }
+                drop(entry);
+                self.evict(added, 0);
+                made_room = true;
+                continue;
+            }
+            next.version = entry.record.version + 1;
+            let mut committed = Vec::with_capacity(produced.len());
+            for event in produced {
+                next.last_seq += 1;
+                committed.push(EventRecord { seq: next.last_seq, event });
+            }
+            entry.events.extend(committed.iter().cloned());
+            let (state, version, has_push) = (next.state(), next.version, next.has_push);
+            entry.record = next;
+            self.settle(&mut entry);
+            return Ok(Committed { events: committed, state, version, has_push });
+        }
+    }
+
+    async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>> {
+        let Some(entry) = self.entry(task_id) else {
+            return Ok(Vec::new());
+        };
+        let entry = entry.lock();
+        // Sequence numbers are dense and start at 1, so `after` is also an index.
+        let start = usize::try_from(after).unwrap_or(usize::MAX).min(entry.events.len());
+        Ok(entry.events[start..].to_vec())
+    }
+
+    async fn list(&self, query: &TaskQuery) -> Result<TaskPage> {
+        let cursor = self.decode_cursor(&query.page_token)?;
+        let scan = Scan {
+            owner: &query.owner,
+            context: query.context_id.as_deref(),
+            state: query.status,
+            after: query.status_after.map(|t| t.timestamp_micros()),
+            below: cursor.as_ref().map(|(k, _)| k.clone()),
+            limit: query.page_size + 1,
+            count: cursor.is_none(),
+        };
+        let (mut keys, counted) = self.index.lock().scan(&scan);
+        let total_size = counted.or(cursor.map(|(_, total)| total)).unwrap_or(0);
+        let more = keys.len() > query.page_size;
+        keys.truncate(query.page_size);
+        let next_page_token = match (more, keys.last()) {
+            (true, Some(last)) => self.encode_cursor(last, total_size),
+            _ => String::new(),
+        };
+        let records =
+            keys.iter().filter_map(|(_, id)| self.entry(id)).map(|e| Self::summary(&e.lock().record)).collect();
+        Ok(TaskPage { records, next_page_token, total_size })
+    }
+
+    async fn hydrate(&self, record: TaskRecord) -> Result<TaskRecord> {
+        Ok(self.load(&record.task.id).await?.unwrap_or(record))
+    }
+}
+
+#[async_trait]
+impl PushConfigStore for MemoryStore {
+    async fn put(&self, config: TaskPushNotificationConfig) -> Result<()> {
+        let entry = self.entry(&config.task_id).ok_or_else(|| A2aError::task_not_found(&config.task_id))?;
+        let mut entry = entry.lock();
+        match entry.configs.iter_mut().find(|c| c.id == config.id) {
+            Some(existing) => *existing = config,
+            None => entry.configs.push(config),
+        }
+        self.settle(&mut entry);
+        Ok(())
+    }
+
+    async fn get(&self, task_id: &str, id: &str) -> Result<Option<TaskPushNotificationConfig>> {
+        Ok(self.entry(task_id).and_then(|e| e.lock().configs.iter().find(|c| c.id == id).cloned()))
+    }
+
+    async fn list(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>> {
+        Ok(self.entry(task_id).map(|e| e.lock().configs.clone()).unwrap_or_default())
+    }
+
+    async fn delete(&self, task_id: &str, id: &str) -> Result<()> {
+        if let Some(entry) = self.entry(task_id) {
+            let mut entry = entry.lock();
+            entry.configs.retain(|c| c.id != id);
+            self.settle(&mut entry);
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sizes: what an entry holds, approximately (content bytes plus a fixed overhead per object).
+// ---------------------------------------------------------------------------------------------
+
+fn json_size(v: &Value) -> usize {
+    16 + match v {
+        Value::String(s) => s.len(),
+        Value::Array(items) => items.iter().map(json_size).sum(),
+        Value::Object(map) => map.iter().map(|(k, v)| k.len() + json_size(v)).sum(),
+        _ => 0,
+    }
+}
+
+fn struct_size(m: &Option<Struct>) -> usize {
+    m.as_ref().map_or(0, |m| m.iter().map(|(k, v)| k.len() + json_size(v)).sum())
+}
+
+fn part_size(p: &Part) -> usize {
+    96 + p.filename.len()
+        + p.media_type.len()
+        + struct_size(&p.metadata)
+        + match &p.content {
+            PartContent::Text(t) => t.len(),
+            PartContent::Raw(b) => b.len(),
+            PartContent::Url(u) => u.len(),
+            PartContent::Data(v) => json_size(v),
+        }
+}
+
+fn parts_size(parts: &[Part]) -> usize {
+    parts.iter().map(part_size).sum()
+}
+
+fn task_size(t: &Task) -> usize {
+    let history: usize = t.history.iter().map(|m| 200 + parts_size(&m.parts) + struct_size(&m.metadata)).sum();
+    let artifacts: usize = t
+        .artifacts
+        .iter()
+        .flatten()
+        .map(|a| 200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(&a.metadata))
+        .sum();
+    512 + t.id.len() + t.context_id.len() + history + artifacts + struct_size(&t.metadata)
+}
+
+/// An event shares its part contents with the task (history, artifacts), so only its own structure
+/// counts, except for contents the task no longer holds (an artifact replaced later): small enough
+/// to leave out.
+fn event_size(e: &crate::types::StreamResponse) -> usize {
+    use crate::types::StreamResponse;
+    160 + match e {
+        StreamResponse::ArtifactUpdate(u) => 96 * u.artifact.parts.len(),
+        StreamResponse::StatusUpdate(u) => u.status.message.as_ref().map_or(0, |m| 96 * m.parts.len()),
+        StreamResponse::Message(m) => 96 * m.parts.len(),
+        StreamResponse::Task(t) => task_size(t),
+    }
+}
+
+fn config_size(c: &TaskPushNotificationConfig) -> usize {
+    256 + c.url.len() + c.id.len() + c.token.len() + c.authentication.as_ref().map_or(0, |a| a.credentials.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::types::{Message, TaskState};
+
+    fn record(id: &str, state: TaskState) -> TaskRecord {
+        TaskRecord::for_test(id, state)
+    }
+
+    #[tokio::test]
+    async fn evicts_oldest_finished_tasks_only() {
+        let store = MemoryStore::new(MemoryLimits { max_tasks: 3, ..Default::default() });
+        store.create(record("running", TaskState::Working), None).await.unwrap();
+        for i in 0..10 {
+            store.create(record(&format!("done{i}"), TaskState::Completed), None).await.unwrap();
+        }
+        assert_eq!(store.len(), 3);
+        assert!(store.load("running").await.unwrap().is_some(), "unfinished tasks are kept");
+        assert!(store.load("done9").await.unwrap().is_some(), "the newest are kept");
+        assert!(store.load("done0").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn bytes_are_bounded_and_counted_back_down() {
+        let store = MemoryStore::new(MemoryLimits { max_bytes: 3 << 20, ..Default::default() });
+        let big = |id: &str, state| {
+            let mut r = record(id, state);
+            r.task.history.push(Message::user_text("x".repeat(1 << 20)));
+            r
+        };
+        for i in 0..10 {
+            store.create(big(&format!("done{i}"), TaskState::Completed), None).await.unwrap();
+            assert!(store.bytes() <= 3 << 20, "{}", store.bytes());
+        }
+        // Live tasks are never evicted: once they fill the budget, new tasks are refused.
+        for i in 0..2 {
+            store.create(big(&format!("live{i}"), TaskState::Working), None).await.unwrap();
+        }
+        let mut refused = None;
+        for i in 0..3 {
+            if let Err(e) = store.create(big(&format!("more{i}"), TaskState::Working), None).await {
+                refused = Some(e);
+                break;
+            }
+        }
+        assert_eq!(refused.map(|e| e.kind), Some(ErrorKind::ResourceExhausted));
+        assert!(store.load("live0").await.unwrap().is_some());
+    }
+
+    #[tokio::test]
+    async fn idle_interrupted_tasks_expire_and_take_their_configs_along() {
+        let store =
+            MemoryStore::new(MemoryLimits { max_tasks: 1, idle_ttl: Duration::from_millis(1), ..Default::default() });
+        let mut waiting = record("waiting", TaskState::InputRequired);
+        waiting.task.status.timestamp = Some(Utc::now() - chrono::Duration::seconds(5));
+        store.create(waiting, None).await.unwrap();
+        let config = TaskPushNotificationConfig {
+            task_id: "waiting".into(),
+            id: "c".into(),
+            url: "https://x".into(),
+            ..Default::default()
+        };
+        store.put(config).await.unwrap();
+        store.create(record("next", TaskState::Working), None).await.unwrap();
+        assert!(store.load("waiting").await.unwrap().is_none(), "expired under pressure");
+        assert!(PushConfigStore::list(&store, "waiting").await.unwrap().is_empty(), "its configs went too");
+    }
+}
