@@ -188,6 +188,9 @@ pub enum Job {
         message_id: String,
         #[serde(default)]
         turn: u64,
+        /// Extension URIs the client activated for this turn (`A2A-Extensions`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        extensions: Vec<String>,
     },
     /// Stop the executor running task `task_id`.
     Cancel { task_id: String },

@@ -102,7 +102,10 @@ async fn duplicates_and_redeliveries_run_the_agent_once() {
     assert_eq!(first["result"]["task"]["id"], second["result"]["task"]["id"]);
     // SQS redelivers the execute job (a crashed consumer, a visibility timeout): a no-op.
     let task_id = first["result"]["task"]["id"].as_str().unwrap().to_string();
-    a.runner.handle(Job::Execute { task_id: task_id.clone(), message_id: "only-once".into(), turn: 0 }).await.unwrap();
+    a.runner
+        .handle(Job::Execute { task_id: task_id.clone(), message_id: "only-once".into(), turn: 0, extensions: vec![] })
+        .await
+        .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let task = rpc(&a, "GetTask", json!({"id": task_id})).await;

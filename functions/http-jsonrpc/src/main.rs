@@ -7,6 +7,6 @@ use a2a::lambda::{init_tracing, Deps};
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
     init_tracing();
-    let deps = Deps::from_env(None).await?;
+    let deps = Deps::from_env(agent::CARD, None).await?;
     serve(deps.service, Endpoint::JsonRpc).await
 }

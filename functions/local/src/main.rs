@@ -2,7 +2,6 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::adapters::aws::sqs::PollSettings;
@@ -10,24 +9,15 @@ use a2a::adapters::aws::AwsSettings;
 use a2a::adapters::edge_publisher::EdgeSettings;
 use a2a::adapters::memory::MemoryLimits;
 use a2a::auth::{self, DEFAULT_API_KEY_HEADER};
-use a2a::card::{default_card, read_card_file};
+use a2a::card::{parse_card_file, read_card_file};
 use a2a::embedded::{start, AwsOptions, Backend, EmbeddedConfig};
 use a2a::engine::EngineConfig;
-use a2a::executor::{AgentExecutor, ConformanceAgent, EchoAgent};
+use a2a::executor::AgentChoice;
 use a2a::http::Limits;
-use a2a::ports::Clock;
 use a2a::server::ServerLimits;
 use a2a::ssrf::AllowList;
 use a2a::webhook::RetryPolicy;
 use clap::{Parser, ValueEnum};
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum Agent {
-    /// Completes every task with an artifact echoing the text.
-    Echo,
-    /// Behaviour chosen by the messageId prefix (for conformance suites).
-    Conformance,
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum BackendKind {
@@ -60,10 +50,16 @@ struct Args {
     /// TASK_QUEUE_URL=..., PUSH_QUEUE_URL=...) and exit without serving.
     #[arg(long)]
     create_resources_only: bool,
-    /// The agent to run.
-    #[arg(long, env = "A2A_AGENT", value_enum, default_value = "echo")]
-    agent: Agent,
-    /// Agent card file (JSON, any subset of an AgentCard; the rest has defaults).
+    /// The agent to run: `agent` (the `agent` crate's), `echo`, `conformance`, or `http` (an agent in
+    /// any language, at --agent-url).
+    #[arg(long, env = "A2A_AGENT", default_value = "agent")]
+    agent: String,
+    /// URL of an agent in any language (docs/agent-http.md); AGENT_TOKEN, AGENT_AUTH and
+    /// AGENT_IDLE_TIMEOUT configure the calls.
+    #[arg(long, env = "AGENT_URL")]
+    agent_url: Option<String>,
+    /// Agent card file (JSON, any subset of an AgentCard; the rest has defaults). Default: the
+    /// `agent` crate's card.json.
     #[arg(long, env = "A2A_CARD")]
     card: Option<PathBuf>,
     /// Extended agent card file, served to authenticated clients by GetExtendedAgentCard.
@@ -134,7 +130,11 @@ fn main() -> Result<(), String> {
         LogFormat::Json => tracing_subscriber::fmt().json().with_env_filter(filter).with_writer(std::io::stderr).init(),
     }
     let read = |p: &PathBuf| read_card_file(&p.to_string_lossy()).map_err(|e| e.message);
-    let card = args.card.as_ref().map(read).transpose()?.unwrap_or_else(default_card);
+    let card = match &args.card {
+        Some(path) => read(path)?,
+        None => parse_card_file(agent::CARD).map_err(|e| format!("agent/card.json: {}", e.message))?,
+    };
+    let choice = AgentChoice::parse(Some(&args.agent), args.agent_url.as_deref()).map_err(|e| e.message)?;
     let extended_card = args.extended_card.as_ref().map(read).transpose()?;
     let auth = auth::from_spec(args.api_keys.as_deref(), &args.api_key_header).map_err(|e| e.message)?;
     let webhook_allow = AllowList::parse(&args.webhook_allow).map_err(|e| e.message)?;
@@ -146,12 +146,7 @@ fn main() -> Result<(), String> {
         let listener =
             a2a::server::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
-        let executor: Arc<dyn AgentExecutor> = match args.agent {
-            Agent::Echo => Arc::new(EchoAgent),
-            Agent::Conformance => {
-                Arc::new(ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock) as Arc<dyn Clock>))
-            }
-        };
+        let executor = agent::executor(choice).await.map_err(|e| e.message)?;
         let backend = match args.backend {
             BackendKind::Memory => Backend::Memory,
             BackendKind::Aws => Backend::Aws(AwsOptions {
@@ -186,7 +181,7 @@ fn main() -> Result<(), String> {
         })
         .await
         .map_err(|e| e.message)?;
-        tracing::info!(addr = %bound, agent = ?args.agent, "a2a-local listening");
+        tracing::info!(addr = %bound, agent = %args.agent, "a2a-local listening");
         let limits = ServerLimits {
             max_connections: args.max_connections,
             header_timeout: Duration::from_secs(args.header_timeout.max(1)),

@@ -12,6 +12,6 @@ use a2a::lambda::{init_tracing, Deps};
 #[tokio::main]
 async fn main() -> Result<(), lambda_runtime::Error> {
     init_tracing();
-    let deps = Deps::from_env(None).await?;
+    let deps = Deps::from_env(agent::CARD, None).await?;
     serve_pushes(Arc::new(deps)).await
 }

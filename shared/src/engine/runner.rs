@@ -17,6 +17,13 @@ use crate::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
 use crate::ports::Job;
 use crate::types::{Message, TaskState};
 
+/// Which run of a turn a job asks for.
+struct Run {
+    turn: u64,
+    attempt: u32,
+    extensions: Vec<String>,
+}
+
 pub struct Runner {
     engine: Arc<Engine>,
     executor: Arc<dyn AgentExecutor>,
@@ -38,7 +45,9 @@ impl Runner {
     /// staying WORKING forever (its agent may have had side effects, so it is not run again).
     pub async fn handle_attempt(&self, job: Job, attempt: u32) -> Result<()> {
         match job {
-            Job::Execute { task_id, message_id, .. } => self.execute(&task_id, &message_id, attempt).await,
+            Job::Execute { task_id, message_id, turn, extensions } => {
+                self.execute(&task_id, &message_id, Run { turn, attempt, extensions }).await
+            }
             Job::Cancel { task_id } => {
                 if let Some(token) = self.running.lock().get(&task_id) {
                     token.cancel();
@@ -53,7 +62,8 @@ impl Runner {
         self.running.lock().contains_key(task_id)
     }
 
-    async fn execute(&self, task_id: &str, message_id: &str, attempt: u32) -> Result<()> {
+    async fn execute(&self, task_id: &str, message_id: &str, run: Run) -> Result<()> {
+        let attempt = run.attempt;
         let Some(rec) = self.engine.store.load(task_id).await? else {
             tracing::warn!(task_id, "execute job for an unknown task dropped");
             return Ok(());
@@ -85,6 +95,9 @@ impl Runner {
             task: rec.task,
             principal: Principal { id: rec.owner.clone(), authenticated: rec.owner != Principal::anonymous().id },
             cancel: cancel.clone(),
+            extensions: run.extensions,
+            run_id: format!("{task_id}/{}", run.turn),
+            attempt: run.attempt,
         };
         let sink = EventSink::new(self.engine.recorder.clone(), task_id.to_string());
         let outcome = AssertUnwindSafe(self.executor.execute(ctx, sink.clone())).catch_unwind().await;

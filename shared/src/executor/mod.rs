@@ -5,6 +5,8 @@
 
 mod conformance;
 mod echo;
+#[cfg(feature = "push")]
+pub mod http;
 
 use std::sync::Arc;
 
@@ -18,6 +20,63 @@ use crate::types::{Artifact, Message, Part, Task, TaskState};
 
 pub use conformance::ConformanceAgent;
 pub use echo::EchoAgent;
+
+/// Which agent a deployment runs.
+#[derive(Debug, Clone)]
+pub enum AgentChoice {
+    /// The deployment's own agent (the `agent` crate).
+    Own,
+    /// Built in: an artifact echoing the text.
+    Echo,
+    /// Built in: behaviour by messageId prefix, for conformance suites.
+    Conformance,
+    /// An agent in any language, over HTTP (`docs/agent-http.md`).
+    #[cfg(feature = "push")]
+    Http(http::HttpAgentConfig),
+}
+
+impl AgentChoice {
+    /// By name: `agent` (the deployment's own), `echo`, `conformance`; `http` needs `url`. A `url`
+    /// with no name (or `http`) is the agent over HTTP.
+    pub fn parse(name: Option<&str>, url: Option<&str>) -> crate::Result<Self> {
+        let bad = |why: String| crate::A2aError::invalid_params(why);
+        match (name.map(str::trim).filter(|n| !n.is_empty()), url.map(str::trim).filter(|u| !u.is_empty())) {
+            #[cfg(feature = "push")]
+            (None | Some("http"), Some(url)) => {
+                let mut config = http::HttpAgentConfig::from_env().unwrap_or_else(|| http::HttpAgentConfig::new(url));
+                config.url = url.to_string();
+                Ok(Self::Http(config))
+            }
+            (Some("http"), None) => Err(bad("the http agent needs its URL (--agent-url / AGENT_URL)".into())),
+            (None | Some("agent"), None) => Ok(Self::Own),
+            (Some("echo"), None) => Ok(Self::Echo),
+            (Some("conformance"), None) => Ok(Self::Conformance),
+            #[cfg(not(feature = "push"))]
+            (None | Some("http"), Some(_)) => Err(bad("this build has no HTTP agent client (feature push)".into())),
+            (Some(other), Some(_)) => {
+                Err(bad(format!("agent {other:?} does not take a URL; drop --agent-url or use --agent http")))
+            }
+            (Some(other), None) => Err(bad(format!("unknown agent {other:?}: agent, echo, conformance or http"))),
+        }
+    }
+
+    /// From `A2A_AGENT` and `AGENT_URL` (with the `AGENT_*` settings of the HTTP agent).
+    pub fn from_env() -> crate::Result<Self> {
+        Self::parse(std::env::var("A2A_AGENT").ok().as_deref(), std::env::var("AGENT_URL").ok().as_deref())
+    }
+
+    /// The executor; `own` builds the deployment's own agent.
+    #[cfg(feature = "runtime")]
+    pub async fn build(self, own: impl FnOnce() -> Arc<dyn AgentExecutor>) -> crate::Result<Arc<dyn AgentExecutor>> {
+        Ok(match self {
+            Self::Own => own(),
+            Self::Echo => Arc::new(EchoAgent),
+            Self::Conformance => Arc::new(ConformanceAgent::new(Arc::new(crate::adapters::memory::SystemClock))),
+            #[cfg(feature = "push")]
+            Self::Http(config) => Arc::new(http::HttpAgent::new(config).await?),
+        })
+    }
+}
 
 /// What the executor is asked to do.
 #[derive(Debug, Clone)]
@@ -33,6 +92,13 @@ pub struct RequestContext {
     pub principal: Principal,
     /// Fires when the client cancels the task; stop promptly (the runner then records CANCELED).
     pub cancel: CancellationToken,
+    /// Extension URIs the client activated for this turn.
+    pub extensions: Vec<String>,
+    /// This turn's run: `<taskId>/<sequence number of the event that started the turn>`. A run
+    /// delivered again (a queue redelivery) has the same id and a higher `attempt`.
+    pub run_id: String,
+    /// 1 for the first delivery of this run.
+    pub attempt: u32,
 }
 
 /// How an execution failed; the runner records the matching terminal state with the message.

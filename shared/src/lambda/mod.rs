@@ -16,7 +16,7 @@ use crate::adapters::aws::{sdk_config, AwsSettings, DynamoStore};
 use crate::adapters::memory::{MemoryHub, SystemClock};
 use crate::adapters::poll_hub::PollingHub;
 use crate::auth;
-use crate::card::{default_card, read_card_file, CardService, ServerAbilities};
+use crate::card::{read_card_file, CardService, ServerAbilities};
 use crate::engine::{Engine, EngineConfig, EnginePorts, Runner};
 use crate::error::{A2aError, Result};
 use crate::executor::AgentExecutor;
@@ -94,12 +94,13 @@ pub struct LambdaSettings {
 }
 
 impl LambdaSettings {
-    /// Reads `TABLE_NAME`, `TASK_QUEUE_URL`, `PUSH_QUEUE_URL`, `PAGE_TOKEN_SECRET`,
+    /// `default_card`: the card file used when neither `A2A_CARD_JSON` nor `A2A_CARD` is set. Reads
+    /// `TABLE_NAME`, `TASK_QUEUE_URL`, `PUSH_QUEUE_URL`, `PAGE_TOKEN_SECRET`,
     /// `PUSH_MAX_ATTEMPTS`, `TASK_TTL_SECONDS` (see [`AwsSettings`]); `A2A_PUBLIC_URL`, `A2A_CARD`
     /// (a file) or `A2A_CARD_JSON`, `A2A_EXTENDED_CARD` or `A2A_EXTENDED_CARD_JSON`, `A2A_API_KEYS`,
     /// `A2A_API_KEY_HEADER`, `WEBHOOK_ALLOW`, `BLOCKING_TIMEOUT_SECS` (25), `PUSH_TIMEOUT_SECS` (10),
     /// `EDGE_URL` with `EDGE_PUBLISH_SECRET`.
-    pub fn from_env() -> Result<Self> {
+    pub fn from_env(default_card: &str) -> Result<Self> {
         let card_from = |json: &str, path: &str| -> Result<Option<crate::types::AgentCard>> {
             match (env(json), env(path)) {
                 (Some(j), _) => crate::card::parse_card_file(&j).map(Some),
@@ -112,7 +113,10 @@ impl LambdaSettings {
         Ok(Self {
             aws: AwsSettings::from_env(),
             public_url: env("A2A_PUBLIC_URL").unwrap_or_else(|| "http://localhost".into()),
-            card: card_from("A2A_CARD_JSON", "A2A_CARD")?.unwrap_or_else(default_card),
+            card: match card_from("A2A_CARD_JSON", "A2A_CARD")? {
+                Some(card) => card,
+                None => crate::card::parse_card_file(default_card)?,
+            },
             extended_card: card_from("A2A_EXTENDED_CARD_JSON", "A2A_EXTENDED_CARD")?,
             api_keys: env("A2A_API_KEYS"),
             api_key_header: env("A2A_API_KEY_HEADER").unwrap_or_else(|| auth::DEFAULT_API_KEY_HEADER.into()),
@@ -131,9 +135,10 @@ impl LambdaSettings {
 }
 
 impl Deps {
-    /// [`LambdaSettings::from_env`], then [`Deps::new`].
-    pub async fn from_env(executor: Option<Arc<dyn AgentExecutor>>) -> Result<Self> {
-        Self::new(LambdaSettings::from_env()?, executor).await
+    /// [`LambdaSettings::from_env`], then [`Deps::new`]. `card` is the deployment's card file (the
+    /// `agent` crate's `CARD`), used unless `A2A_CARD_JSON` / `A2A_CARD` name another.
+    pub async fn from_env(card: &str, executor: Option<Arc<dyn AgentExecutor>>) -> Result<Self> {
+        Self::new(LambdaSettings::from_env(card)?, executor).await
     }
 
     /// Builds the engine on DynamoDB and SQS. `executor` is given to the task runner only.

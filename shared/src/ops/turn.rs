@@ -119,7 +119,12 @@ pub(super) async fn start_turn(engine: &Engine, ctx: &CallContext, req: SendMess
         config.task_id.clone_from(&turn.snapshot.id);
         store_push_config(engine, config).await?;
     }
-    let job = Job::Execute { task_id: turn.snapshot.id.clone(), message_id, turn: turn.start_seq };
+    let job = Job::Execute {
+        task_id: turn.snapshot.id.clone(),
+        message_id,
+        turn: turn.start_seq,
+        extensions: ctx.extensions.clone(),
+    };
     engine.queue.enqueue(job).await?;
     Ok(turn)
 }

@@ -1,0 +1,528 @@
+//! [`HttpAgent`]: an agent in any language, reached over HTTP with the contract of
+//! `docs/agent-http.md` (version 1). Each turn is one POST carrying what the agent needs (the new
+//! message, the task so far, context, principal, extensions, the run's identity); the answer streams
+//! events in A2A 1.0 JSON, one per line (NDJSON), as server-sent events, or as one JSON document,
+//! and each event is recorded the moment it arrives (so it reaches open streams as it happens).
+//!
+//! Cancellation reaches the agent twice: a `{"kind": "cancel"}` POST to the same URL (best effort,
+//! bounded), then the run's connection is closed. An agent that misbehaves — a non-2xx answer, an
+//! unreadable or cut-off answer, an event the task cannot take, silence past the idle timeout, a
+//! dropped connection — ends the task FAILED with a reason a client can read; what it already sent
+//! stays recorded.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::{Bytes, BytesMut};
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{AgentError, AgentExecutor, EventSink, RequestContext};
+use crate::auth::Principal;
+use crate::types::{Message, StreamResponse, Task};
+
+/// The contract version this host speaks (the `contract` member of every request).
+pub const CONTRACT: &str = "a2a-serverless/agent-http/1";
+
+/// How the host proves itself to the agent.
+#[derive(Clone, Default)]
+pub enum AgentAuth {
+    #[default]
+    None,
+    /// `Authorization: Bearer <secret>` (a shared secret).
+    Bearer(String),
+    /// AWS Signature V4 for a Lambda Function URL with `AuthType: AWS_IAM` (service `lambda`),
+    /// with the process's AWS credentials.
+    #[cfg(feature = "aws")]
+    SigV4 { region: String },
+}
+
+impl std::fmt::Debug for AgentAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::None => f.write_str("None"),
+            Self::Bearer(_) => f.write_str("Bearer(<redacted>)"),
+            #[cfg(feature = "aws")]
+            Self::SigV4 { region } => write!(f, "SigV4({region})"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct HttpAgentConfig {
+    pub url: String,
+    pub auth: AgentAuth,
+    /// Longest silence (no event, no keep-alive) before the run fails.
+    pub idle_timeout: Duration,
+    /// Largest single event (a line, an SSE event, a JSON answer).
+    pub max_event_bytes: usize,
+}
+
+impl HttpAgentConfig {
+    pub fn new(url: impl Into<String>) -> Self {
+        Self {
+            url: url.into(),
+            auth: AgentAuth::None,
+            idle_timeout: Duration::from_secs(120),
+            max_event_bytes: 16 * 1024 * 1024,
+        }
+    }
+
+    /// `AGENT_URL` (required), `AGENT_TOKEN` (a shared secret sent as a bearer token) or
+    /// `AGENT_AUTH=sigv4` (region from `AWS_REGION`), `AGENT_IDLE_TIMEOUT` (seconds, default 120).
+    pub fn from_env() -> Option<Self> {
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+        let mut config = Self::new(var("AGENT_URL")?);
+        if let Some(token) = var("AGENT_TOKEN") {
+            config.auth = AgentAuth::Bearer(token);
+        }
+        #[cfg(feature = "aws")]
+        if var("AGENT_AUTH").is_some_and(|a| a.eq_ignore_ascii_case("sigv4")) {
+            let region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).unwrap_or_else(|| "us-east-1".into());
+            config.auth = AgentAuth::SigV4 { region };
+        }
+        if let Some(secs) = var("AGENT_IDLE_TIMEOUT").and_then(|s| s.parse().ok()) {
+            config.idle_timeout = Duration::from_secs(secs);
+        }
+        Some(config)
+    }
+}
+
+/// The run: one POST per turn.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RunRequest<'a> {
+    contract: &'static str,
+    kind: &'static str,
+    run: RunInfo<'a>,
+    task_id: &'a str,
+    context_id: &'a str,
+    is_new_task: bool,
+    message: &'a Message,
+    task: &'a Task,
+    principal: PrincipalInfo<'a>,
+    extensions: &'a [String],
+}
+
+#[derive(Serialize)]
+struct RunInfo<'a> {
+    id: &'a str,
+    attempt: u32,
+}
+
+#[derive(Serialize)]
+struct PrincipalInfo<'a> {
+    id: &'a str,
+    authenticated: bool,
+}
+
+impl<'a> From<&'a Principal> for PrincipalInfo<'a> {
+    fn from(p: &'a Principal) -> Self {
+        Self { id: &p.id, authenticated: p.authenticated }
+    }
+}
+
+/// Tells the agent a run was cancelled.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelRequest<'a> {
+    contract: &'static str,
+    kind: &'static str,
+    run: RunInfo<'a>,
+    task_id: &'a str,
+    context_id: &'a str,
+}
+
+/// How the answer frames its events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Framing {
+    /// One JSON object per line.
+    Lines,
+    /// Server-sent events: `data:` lines, a blank line ends an event, `:` lines are comments.
+    Sse,
+    /// One JSON document: an event, or an array of events.
+    Document,
+}
+
+/// An agent reached over HTTP.
+pub struct HttpAgent {
+    client: reqwest::Client,
+    config: HttpAgentConfig,
+    #[cfg(feature = "aws")]
+    credentials: Option<aws_credential_types::provider::SharedCredentialsProvider>,
+}
+
+impl std::fmt::Debug for HttpAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpAgent").field("url", &self.config.url).field("auth", &self.config.auth).finish()
+    }
+}
+
+fn failed(why: impl Into<String>) -> AgentError {
+    AgentError::Failed(why.into())
+}
+
+impl HttpAgent {
+    pub async fn new(config: HttpAgentConfig) -> crate::Result<Self> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(concat!("a2a-serverless/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| crate::A2aError::internal(format!("agent client: {e}")))?;
+        #[cfg(feature = "aws")]
+        let credentials = match &config.auth {
+            AgentAuth::SigV4 { .. } => crate::adapters::aws::sdk_config().await.credentials_provider(),
+            _ => None,
+        };
+        Ok(Self {
+            client,
+            config,
+            #[cfg(feature = "aws")]
+            credentials,
+        })
+    }
+
+    /// A POST of `body` to the agent, authenticated as configured.
+    async fn post(&self, body: Vec<u8>) -> Result<reqwest::RequestBuilder, AgentError> {
+        let mut headers = vec![
+            ("content-type".to_string(), "application/json".to_string()),
+            ("accept".to_string(), "application/x-ndjson, text/event-stream, application/json".to_string()),
+        ];
+        match &self.config.auth {
+            AgentAuth::None => {}
+            AgentAuth::Bearer(token) => headers.push(("authorization".into(), format!("Bearer {token}"))),
+            #[cfg(feature = "aws")]
+            AgentAuth::SigV4 { region } => {
+                let signed = self.sign(region, &headers, &body).await?;
+                headers.extend(signed);
+            }
+        }
+        let mut request = self.client.post(&self.config.url).body(body);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        Ok(request)
+    }
+
+    /// The SigV4 headers (`authorization`, `x-amz-date`, `x-amz-security-token`, and the payload
+    /// hash) for a Lambda Function URL.
+    #[cfg(feature = "aws")]
+    async fn sign(
+        &self,
+        region: &str,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<Vec<(String, String)>, AgentError> {
+        use aws_credential_types::provider::ProvideCredentials;
+        use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
+        use aws_sigv4::sign::v4;
+        use sha2::{Digest, Sha256};
+
+        let provider =
+            self.credentials.as_ref().ok_or_else(|| failed("no AWS credentials to sign the agent call with"))?;
+        let credentials = provider
+            .provide_credentials()
+            .await
+            .map_err(|e| failed(format!("no AWS credentials to sign the agent call with: {e}")))?;
+        let identity = credentials.into();
+        let params = v4::SigningParams::builder()
+            .identity(&identity)
+            .region(region)
+            .name("lambda")
+            .time(std::time::SystemTime::now())
+            .settings(SigningSettings::default())
+            .build()
+            .map_err(|e| failed(format!("signing the agent call: {e}")))?
+            .into();
+        let hash: String = Sha256::digest(body).iter().map(|b| format!("{b:02x}")).collect();
+        let mut all: Vec<(String, String)> = headers.to_vec();
+        all.push(("x-amz-content-sha256".into(), hash.clone()));
+        let signable = SignableRequest::new(
+            "POST",
+            self.config.url.as_str(),
+            all.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            SignableBody::Precomputed(hash.clone()),
+        )
+        .map_err(|e| failed(format!("signing the agent call: {e}")))?;
+        let (instructions, _) =
+            sign(signable, &params).map_err(|e| failed(format!("signing the agent call: {e}")))?.into_parts();
+        let mut out = vec![("x-amz-content-sha256".to_string(), hash)];
+        out.extend(instructions.headers().map(|(k, v)| (k.to_string(), v.to_string())));
+        Ok(out)
+    }
+
+    /// Best effort: tell the agent the run was cancelled (bounded, errors ignored).
+    async fn notify_cancel(&self, ctx: &RequestContext) {
+        let body = CancelRequest {
+            contract: CONTRACT,
+            kind: "cancel",
+            run: RunInfo { id: &ctx.run_id, attempt: ctx.attempt },
+            task_id: &ctx.task_id,
+            context_id: &ctx.context_id,
+        };
+        let Ok(body) = serde_json::to_vec(&body) else { return };
+        if let Ok(request) = self.post(body).await {
+            let sent = tokio::time::timeout(Duration::from_secs(2), request.send()).await;
+            tracing::debug!(task_id = ctx.task_id, ok = matches!(sent, Ok(Ok(_))), "cancel sent to the agent");
+        }
+    }
+
+    async fn run(&self, ctx: &RequestContext, events: &EventSink) -> Result<(), AgentError> {
+        let body = RunRequest {
+            contract: CONTRACT,
+            kind: "run",
+            run: RunInfo { id: &ctx.run_id, attempt: ctx.attempt },
+            task_id: &ctx.task_id,
+            context_id: &ctx.context_id,
+            is_new_task: ctx.is_new_task,
+            message: &ctx.message,
+            task: &ctx.task,
+            principal: (&ctx.principal).into(),
+            extensions: &ctx.extensions,
+        };
+        let body = serde_json::to_vec(&body).map_err(|e| failed(format!("the agent request: {e}")))?;
+        let request = self.post(body).await?.header("a2a-agent-run", ctx.run_id.as_str());
+        let idle = self.config.idle_timeout;
+        let mut response = match tokio::time::timeout(idle, request.send()).await {
+            Err(_) => return Err(failed(format!("the agent did not answer within {} s", idle.as_secs()))),
+            Ok(Err(e)) => return Err(failed(format!("the agent could not be reached: {}", root_cause(&e)))),
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let snippet = tokio::time::timeout(Duration::from_secs(2), response.chunk()).await;
+            let snippet = match snippet {
+                Ok(Ok(Some(b))) => String::from_utf8_lossy(&b[..b.len().min(200)]).trim().to_string(),
+                _ => String::new(),
+            };
+            return Err(failed(format!("the agent answered HTTP {}: {snippet}", status.as_u16())));
+        }
+        let content_type = response
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        let framing = if content_type.starts_with("text/event-stream") {
+            Framing::Sse
+        } else if content_type.starts_with("application/json") {
+            Framing::Document
+        } else {
+            Framing::Lines
+        };
+        let mut reader = Reader::new(framing, self.config.max_event_bytes);
+        loop {
+            let chunk = tokio::time::timeout(idle, response.chunk()).await;
+            let chunk = match chunk {
+                Err(_) => return Err(failed(format!("the agent sent nothing for {} s", idle.as_secs()))),
+                Ok(Err(e)) => {
+                    return Err(failed(format!("the agent's answer broke off: {}", root_cause(&e))));
+                }
+                Ok(Ok(None)) => break,
+                Ok(Ok(Some(chunk))) => chunk,
+            };
+            for event in reader.push(&chunk)? {
+                record(events, event).await?;
+            }
+        }
+        for event in reader.finish()? {
+            record(events, event).await?;
+        }
+        Ok(())
+    }
+}
+
+/// The innermost cause of a client error (reqwest's display stops at the outer one).
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cause = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        cause = s.to_string();
+        source = s.source();
+    }
+    cause
+}
+
+/// Commits one event the agent sent.
+async fn record(events: &EventSink, event: StreamResponse) -> Result<(), AgentError> {
+    let result = match event {
+        StreamResponse::StatusUpdate(u) => events.status(u.status.state, u.status.message).await,
+        StreamResponse::ArtifactUpdate(u) => events.artifact(u.artifact, u.append, u.last_chunk).await,
+        StreamResponse::Message(m) => events.message(m).await,
+        StreamResponse::Task(_) => {
+            return Err(failed("the agent sent a task; it sends statusUpdate, artifactUpdate or message events"))
+        }
+    };
+    result.map_err(|e| failed(format!("the agent sent an event the task cannot take: {e}")))
+}
+
+/// Cuts an answer into events as its bytes arrive.
+struct Reader {
+    framing: Framing,
+    buf: BytesMut,
+    /// SSE: the data lines of the event being read.
+    data: String,
+    max: usize,
+    /// Events read so far (for error messages).
+    count: usize,
+}
+
+impl Reader {
+    fn new(framing: Framing, max: usize) -> Self {
+        Self { framing, buf: BytesMut::new(), data: String::new(), max, count: 0 }
+    }
+
+    fn parse(&mut self, text: &str) -> Result<StreamResponse, AgentError> {
+        self.count += 1;
+        let n = self.count;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| failed(format!("the agent's event {n} is not JSON: {e}")))?;
+        serde_json::from_value(value).map_err(|e| {
+            failed(format!("the agent's event {n} is not an A2A statusUpdate, artifactUpdate or message: {e}"))
+        })
+    }
+
+    fn push(&mut self, chunk: &Bytes) -> Result<Vec<StreamResponse>, AgentError> {
+        self.buf.extend_from_slice(chunk);
+        if self.framing == Framing::Document {
+            if self.buf.len() > self.max {
+                return Err(failed(format!("the agent's answer is larger than {} bytes", self.max)));
+            }
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        while let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+            let line = self.buf.split_to(i + 1);
+            let line = std::str::from_utf8(&line)
+                .map_err(|_| failed("the agent's answer is not UTF-8"))?
+                .trim_end_matches(['\n', '\r'])
+                .to_string();
+            match self.framing {
+                Framing::Lines => {
+                    if !line.trim().is_empty() {
+                        out.push(self.parse(&line)?);
+                    }
+                }
+                Framing::Sse => {
+                    if line.is_empty() {
+                        if !self.data.is_empty() {
+                            let data = std::mem::take(&mut self.data);
+                            out.push(self.parse(&data)?);
+                        }
+                    } else if let Some(d) = line.strip_prefix("data:") {
+                        if !self.data.is_empty() {
+                            self.data.push('\n');
+                        }
+                        self.data.push_str(d.strip_prefix(' ').unwrap_or(d));
+                    }
+                    // `:` comments (keep-alives), `event:`, `id:` and `retry:` lines are skipped.
+                }
+                Framing::Document => {}
+            }
+        }
+        if self.buf.len() + self.data.len() > self.max {
+            return Err(failed(format!("the agent sent an event larger than {} bytes", self.max)));
+        }
+        Ok(out)
+    }
+
+    /// The answer ended: what is left must be whole.
+    fn finish(mut self) -> Result<Vec<StreamResponse>, AgentError> {
+        let rest = String::from_utf8_lossy(&self.buf).trim().to_string();
+        match self.framing {
+            Framing::Document => {
+                if rest.is_empty() {
+                    return Ok(Vec::new());
+                }
+                let value: Value =
+                    serde_json::from_str(&rest).map_err(|e| failed(format!("the agent's answer is not JSON: {e}")))?;
+                let items = match value {
+                    Value::Array(items) => items,
+                    one => vec![one],
+                };
+                items.into_iter().map(|v| self.parse(&v.to_string())).collect()
+            }
+            _ if !rest.is_empty() || !self.data.is_empty() => {
+                Err(failed("the agent's answer was cut off in the middle of an event"))
+            }
+            _ => Ok(Vec::new()),
+        }
+    }
+}
+
+#[async_trait]
+impl AgentExecutor for HttpAgent {
+    async fn execute(&self, ctx: RequestContext, events: EventSink) -> Result<(), AgentError> {
+        let cancel = ctx.cancel.clone();
+        tokio::select! {
+            outcome = self.run(&ctx, &events) => outcome,
+            () = cancel.cancelled() => {
+                // The run's connection closes when this future is dropped (here); the agent also
+                // gets a cancel request, for agents that cannot see a closed connection.
+                self.notify_cancel(&ctx).await;
+                Ok(())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(events: &[StreamResponse]) -> Vec<&'static str> {
+        events
+            .iter()
+            .map(|e| match e {
+                StreamResponse::StatusUpdate(_) => "status",
+                StreamResponse::ArtifactUpdate(_) => "artifact",
+                StreamResponse::Message(_) => "message",
+                StreamResponse::Task(_) => "task",
+            })
+            .collect()
+    }
+
+    const STATUS: &str = r#"{"statusUpdate": {"status": {"state": "TASK_STATE_WORKING"}}}"#;
+    const ART: &str =
+        r#"{"artifactUpdate": {"artifact": {"artifactId": "a", "parts": [{"text": "x"}]}, "lastChunk": true}}"#;
+
+    #[test]
+    fn lines_arrive_in_any_cut() {
+        let all = format!("{STATUS}\n\n{ART}\n");
+        for cut in 1..all.len() {
+            let mut r = Reader::new(Framing::Lines, 1 << 20);
+            let mut got = r.push(&Bytes::copy_from_slice(&all.as_bytes()[..cut])).unwrap();
+            got.extend(r.push(&Bytes::copy_from_slice(&all.as_bytes()[cut..])).unwrap());
+            got.extend(r.finish().unwrap());
+            assert_eq!(kinds(&got), ["status", "artifact"], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn sse_and_documents() {
+        let mut r = Reader::new(Framing::Sse, 1 << 20);
+        let text = format!(": keep-alive\n\nevent: x\ndata: {STATUS}\n\ndata: {ART}\n\n");
+        let got = r.push(&Bytes::from(text)).unwrap();
+        assert_eq!(kinds(&got), ["status", "artifact"]);
+        let mut r = Reader::new(Framing::Document, 1 << 20);
+        assert!(r.push(&Bytes::from(format!("[{STATUS}, {ART}]"))).unwrap().is_empty());
+        assert_eq!(kinds(&r.finish().unwrap()), ["status", "artifact"]);
+    }
+
+    #[test]
+    fn garbage_cut_offs_and_oversized_events_are_named() {
+        let mut r = Reader::new(Framing::Lines, 1 << 20);
+        let AgentError::Failed(why) = r.push(&Bytes::from("not json\n")).unwrap_err() else { panic!() };
+        assert!(why.contains("event 1 is not JSON"), "{why}");
+        let mut r = Reader::new(Framing::Lines, 1 << 20);
+        let AgentError::Failed(why) = r.push(&Bytes::from("{\"task\": 1}\n")).unwrap_err() else { panic!() };
+        assert!(why.contains("not an A2A"), "{why}");
+        let mut r = Reader::new(Framing::Lines, 1 << 20);
+        r.push(&Bytes::from(format!("{STATUS}\n{{\"statusUp"))).unwrap();
+        let AgentError::Failed(why) = r.finish().unwrap_err() else { panic!() };
+        assert!(why.contains("cut off"), "{why}");
+        let mut r = Reader::new(Framing::Lines, 16);
+        assert!(r.push(&Bytes::from("x".repeat(64))).is_err());
+    }
+}
