@@ -50,10 +50,10 @@ struct Args {
     /// TASK_QUEUE_URL=..., PUSH_QUEUE_URL=...) and exit without serving.
     #[arg(long)]
     create_resources_only: bool,
-    /// The agent to run: `agent` (the `agent` crate's), `echo`, `conformance`, or `http` (an agent in
-    /// any language, at --agent-url).
-    #[arg(long, env = "A2A_AGENT", default_value = "agent")]
-    agent: String,
+    /// The agent to run: `agent` (the `agent` crate's; the default), `echo`, `conformance`, or
+    /// `http` (an agent in any language, at --agent-url; implied by --agent-url).
+    #[arg(long, env = "A2A_AGENT")]
+    agent: Option<String>,
     /// URL of an agent in any language (docs/agent-http.md); AGENT_TOKEN, AGENT_AUTH and
     /// AGENT_IDLE_TIMEOUT configure the calls.
     #[arg(long, env = "AGENT_URL")]
@@ -134,7 +134,7 @@ fn main() -> Result<(), String> {
         Some(path) => read(path)?,
         None => parse_card_file(agent::CARD).map_err(|e| format!("agent/card.json: {}", e.message))?,
     };
-    let choice = AgentChoice::parse(Some(&args.agent), args.agent_url.as_deref()).map_err(|e| e.message)?;
+    let choice = AgentChoice::parse(args.agent.as_deref(), args.agent_url.as_deref()).map_err(|e| e.message)?;
     let extended_card = args.extended_card.as_ref().map(read).transpose()?;
     let auth = auth::from_spec(args.api_keys.as_deref(), &args.api_key_header).map_err(|e| e.message)?;
     let webhook_allow = AllowList::parse(&args.webhook_allow).map_err(|e| e.message)?;
@@ -146,6 +146,7 @@ fn main() -> Result<(), String> {
         let listener =
             a2a::server::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let choice_name = format!("{choice:?}");
         let executor = agent::executor(choice).await.map_err(|e| e.message)?;
         let backend = match args.backend {
             BackendKind::Memory => Backend::Memory,
@@ -181,7 +182,7 @@ fn main() -> Result<(), String> {
         })
         .await
         .map_err(|e| e.message)?;
-        tracing::info!(addr = %bound, agent = %args.agent, "a2a-local listening");
+        tracing::info!(addr = %bound, agent = ?choice_name, "a2a-local listening");
         let limits = ServerLimits {
             max_connections: args.max_connections,
             header_timeout: Duration::from_secs(args.header_timeout.max(1)),

@@ -31,7 +31,14 @@ pub fn apply_all(rec: &mut TaskRecord, events: &[AgentEvent], now: DateTime<Utc>
     events.iter().map(|e| apply(rec, e, now)).collect()
 }
 
+/// Fills in what a message leaves to the host: task, context, role, and an id (derived from the task
+/// and the message's place in its history, so that applying the event again gives the same id).
 fn stamp(rec: &TaskRecord, mut message: Message, default_role: Role) -> Message {
+    if message.message_id.is_empty() {
+        const NAMESPACE: uuid::Uuid = uuid::Uuid::from_u128(0x6a2a_5e11_1e55_4a2a_8000_0000_0000_a2a1);
+        let name = format!("{}\u{0}{}", rec.task.id, rec.task.history.len());
+        message.message_id = uuid::Uuid::new_v5(&NAMESPACE, name.as_bytes()).to_string();
+    }
     message.task_id.clone_from(&rec.task.id);
     message.context_id.clone_from(&rec.task.context_id);
     if message.role == Role::Unspecified {

@@ -68,23 +68,23 @@ impl HttpAgentConfig {
         }
     }
 
-    /// `AGENT_URL` (required), `AGENT_TOKEN` (a shared secret sent as a bearer token) or
-    /// `AGENT_AUTH=sigv4` (region from `AWS_REGION`), `AGENT_IDLE_TIMEOUT` (seconds, default 120).
-    pub fn from_env() -> Option<Self> {
+    /// The settings of the calls from the environment: `AGENT_TOKEN` (a shared secret sent as a
+    /// bearer token) or `AGENT_AUTH=sigv4` (region from `AWS_REGION`), `AGENT_IDLE_TIMEOUT`
+    /// (seconds, default 120).
+    pub fn with_env(mut self) -> Self {
         let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
-        let mut config = Self::new(var("AGENT_URL")?);
         if let Some(token) = var("AGENT_TOKEN") {
-            config.auth = AgentAuth::Bearer(token);
+            self.auth = AgentAuth::Bearer(token);
         }
         #[cfg(feature = "aws")]
         if var("AGENT_AUTH").is_some_and(|a| a.eq_ignore_ascii_case("sigv4")) {
             let region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).unwrap_or_else(|| "us-east-1".into());
-            config.auth = AgentAuth::SigV4 { region };
+            self.auth = AgentAuth::SigV4 { region };
         }
         if let Some(secs) = var("AGENT_IDLE_TIMEOUT").and_then(|s| s.parse().ok()) {
-            config.idle_timeout = Duration::from_secs(secs);
+            self.idle_timeout = Duration::from_secs(secs);
         }
-        Some(config)
+        self
     }
 }
 

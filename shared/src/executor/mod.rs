@@ -42,11 +42,7 @@ impl AgentChoice {
         let bad = |why: String| crate::A2aError::invalid_params(why);
         match (name.map(str::trim).filter(|n| !n.is_empty()), url.map(str::trim).filter(|u| !u.is_empty())) {
             #[cfg(feature = "push")]
-            (None | Some("http"), Some(url)) => {
-                let mut config = http::HttpAgentConfig::from_env().unwrap_or_else(|| http::HttpAgentConfig::new(url));
-                config.url = url.to_string();
-                Ok(Self::Http(config))
-            }
+            (None | Some("http"), Some(url)) => Ok(Self::Http(http::HttpAgentConfig::new(url).with_env())),
             (Some("http"), None) => Err(bad("the http agent needs its URL (--agent-url / AGENT_URL)".into())),
             (None | Some("agent"), None) => Ok(Self::Own),
             (Some("echo"), None) => Ok(Self::Echo),

@@ -144,9 +144,15 @@ impl PollSettings {
     /// The defaults, with the long-poll wait from `SQS_WAIT_SECONDS` (0..=20) when set. Tests on
     /// moto use 1: moto keeps a FIFO group blocked for a whole long poll if one of its messages was
     /// in flight when the poll began (SQS itself hands the next message out as soon as it may).
+    /// `SQS_VISIBILITY_SECONDS` sets the visibility of a received job (heartbeats renew it every
+    /// third of it).
     pub fn from_env() -> Self {
-        let wait = std::env::var("SQS_WAIT_SECONDS").ok().and_then(|v| v.trim().parse::<u64>().ok());
-        Self { wait: wait.map_or(Self::default().wait, |w| Duration::from_secs(w.min(20))), ..Self::default() }
+        let secs = |k: &str| std::env::var(k).ok().and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
+        let d = Self::default();
+        Self {
+            wait: secs("SQS_WAIT_SECONDS").map_or(d.wait, |w| w.min(Duration::from_secs(20))),
+            visibility: secs("SQS_VISIBILITY_SECONDS").map_or(d.visibility, |v| v.max(Duration::from_secs(1))),
+        }
     }
 }
 
