@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use a2a::adapters::aws::{resources, AwsSettings};
 use a2a::card::default_card;
-use a2a::executor::EchoAgent;
+use a2a::executor::http::{HttpAgent, HttpAgentConfig};
+use a2a::executor::{AgentExecutor, EchoAgent};
 use a2a::lambda::http::{handle, handle_streaming, Endpoint};
 use a2a::lambda::sqs::{deliver_pushes, run_tasks};
 use a2a::lambda::{Deps, LambdaSettings};
@@ -56,6 +57,11 @@ async fn world(webhook: &str) -> World {
 
 /// `push_attempts`: the push queue's maxReceiveCount (and the retry policy's attempts).
 async fn world_with(webhook: &str, push_attempts: u32) -> World {
+    world_running(webhook, push_attempts, Arc::new(EchoAgent)).await
+}
+
+/// A world whose task runner runs `executor`.
+async fn world_running(webhook: &str, push_attempts: u32, executor: Arc<dyn AgentExecutor>) -> World {
     let sdk = a2a::adapters::aws::sdk_config().await;
     let table = format!("fx-{}", uuid::Uuid::new_v4().simple());
     resources::ensure_table(&aws_sdk_dynamodb::Client::new(&sdk), &table, false).await.unwrap();
@@ -86,7 +92,7 @@ async fn world_with(webhook: &str, push_attempts: u32) -> World {
         edge: None,
     };
     let http = Deps::new(settings.clone(), None).await.unwrap();
-    let runner = Deps::new(settings, Some(Arc::new(EchoAgent))).await.unwrap();
+    let runner = Deps::new(settings, Some(executor)).await.unwrap();
     World { http, runner, sqs, work_url }
 }
 
@@ -243,6 +249,79 @@ async fn streaming_and_push_delivery_end_to_end() {
     let failed: Vec<&str> = resp.batch_item_failures.iter().map(|f| f.item_identifier.as_str()).collect();
     assert_eq!(failed, ["0a0b0c0d-0000-4000-8000-000000000002"], "only the poison record fails");
     assert!(!hits.lock().is_empty(), "the fixture's event reached the webhook");
+}
+
+/// An agent over HTTP on 127.0.0.1 (the contract of docs/agent-http.md): answers every run with a
+/// working status, a two-chunk artifact and completion, one NDJSON line at a time; keeps each request.
+async fn contract_agent() -> (String, Arc<parking_lot::Mutex<Vec<Value>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let keep = keep.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let keep = keep.clone();
+                    async move {
+                        let body = req.into_body().collect().await.unwrap().to_bytes();
+                        keep.lock().push(serde_json::from_slice::<Value>(&body).unwrap());
+                        let lines = [
+                            json!({"statusUpdate": {"status": {"state": "TASK_STATE_WORKING"}}}),
+                            json!({"artifactUpdate": {"artifact": {"artifactId": "a", "parts": [{"text": "over "}]}}}),
+                            json!({"artifactUpdate": {"artifact": {"artifactId": "a", "parts": [{"text": "HTTP"}]},
+                                   "append": true, "lastChunk": true}}),
+                            json!({"statusUpdate": {"status": {"state": "TASK_STATE_COMPLETED"}}}),
+                        ];
+                        let ndjson: String = lines.iter().map(|l| format!("{l}\n")).collect();
+                        Ok::<_, std::convert::Infallible>(
+                            hyper::Response::builder()
+                                .header("content-type", "application/x-ndjson")
+                                .body(http_body_util::Full::new(Bytes::from(ndjson)))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_task_runner_calls_an_agent_over_http() {
+    if !common::aws_available() {
+        return;
+    }
+    let (url, seen) = contract_agent().await;
+    let agent = HttpAgent::new(HttpAgentConfig::new(url)).await.unwrap();
+    let w = world_running("127.0.0.1/32", 3, Arc::new(agent)).await;
+    // http-send-message (non-blocking), then the work queue through the sqs-task-runner handler.
+    let (s, v) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_ok.json").await;
+    assert_eq!(s, 200, "{v}");
+    let mut handled = 0;
+    for _ in 0..10 {
+        handled += pump(&w).await;
+        if handled > 0 {
+            break;
+        }
+    }
+    assert_eq!(handled, 1);
+    let (s, task) = call(&w.http, Endpoint::GetTask, "apigw-v2_get-task_ok.json").await;
+    assert_eq!(s, 200);
+    assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
+    assert_eq!(task["artifacts"][0]["parts"].as_array().unwrap().len(), 2, "{task}");
+    let request = seen.lock()[0].clone();
+    assert_eq!(request["kind"], "run");
+    assert_eq!(request["contract"], "a2a-serverless/agent-http/1");
+    assert_eq!(request["run"]["id"], format!("{TASK_ID}/0"));
+    assert_eq!(request["message"]["messageId"], "fixture-message-1");
+    assert_eq!(request["task"]["history"].as_array().unwrap().len(), 1);
 }
 
 /// Plays the push queue's event source mapping for `rounds` receives: each batch goes to the

@@ -5,6 +5,7 @@ visibility timeout longer than its consumer's, and no IAM statement uses `*`.
 
 The proto is the normative a2a-v1.0.1.proto (copied here from the specification, Apache-2.0)."""
 
+import json
 import re
 from pathlib import Path
 
@@ -34,10 +35,10 @@ NOT_LAMBDA = {"local", "edge-worker"}
 
 
 def functions():
-    """crate name -> (logical id, resource) of every serverless function."""
+    """crate name -> (logical id, resource) of every function built from this workspace."""
     out = {}
     for name, res in RESOURCES.items():
-        if res["Type"] == "AWS::Serverless::Function":
+        if res["Type"] == "AWS::Serverless::Function" and res.get("Metadata", {}).get("BuildMethod") == "rust-cargolambda":
             out[res["Metadata"]["BuildProperties"]["Binary"]] = (name, res)
     return out
 
@@ -199,10 +200,14 @@ def test_table_has_indexes_ttl_and_point_in_time_recovery():
 
 
 def statements():
+    """Every IAM statement of the workspace's functions (both branches of a conditional one)."""
     for crate, (_, res) in functions().items():
         for policy in res["Properties"].get("Policies", []):
             for st in policy["Statement"]:
-                yield crate, st
+                branches = st["Fn::If"][1:] if "Fn::If" in st else [st]
+                for branch in branches:
+                    if isinstance(branch, dict) and "Action" in branch:
+                        yield crate, branch
 
 
 @pytest.mark.parametrize("field", ["Action", "Resource"])
@@ -212,6 +217,8 @@ def test_no_wildcard_iam(field):
         for v in values:
             if isinstance(v, str):
                 assert "*" not in v, f"{crate}: {field} {v}"
+            elif isinstance(v, dict) and "Fn::If" in v:
+                assert all("*" not in json.dumps(b) for b in v["Fn::If"][1:]), f"{crate}: {field} {v}"
 
 
 def test_each_function_touches_only_what_it_uses():
@@ -226,3 +233,32 @@ def test_each_function_touches_only_what_it_uses():
     for crate in ("http-agent-card", "http-extended-card"):
         assert crate not in granted, f"{crate} needs no AWS access"
     assert "sqs:SendMessage" in granted["http-send-message"] and "sqs:SendMessage" in granted["sqs-task-runner"]
+
+
+def test_example_agents_are_callable_only_by_the_task_runner():
+    """AgentRuntime deploys an example agent behind an AWS_IAM Function URL; the task runner calls it
+    with SigV4 and is the only principal granted lambda:InvokeFunctionUrl on it."""
+    runtime = TEMPLATE["Parameters"]["AgentRuntime"]
+    assert runtime["Default"] == "none" and set(runtime["AllowedValues"]) == {"none", "python", "typescript"}
+    agents = {"PythonAgentFunction": "python", "TypeScriptAgentFunction": "typescript"}
+    for name, language in agents.items():
+        props = RESOURCES[name]["Properties"]
+        assert props["FunctionUrlConfig"]["AuthType"] == "AWS_IAM", name
+        assert props["CodeUri"] == f"../examples/agents/{language}"
+        assert (ROOT / "examples/agents" / language / props["Handler"].split(".")[0]).with_suffix(
+            ".py" if language == "python" else ".ts").exists()
+        blanked = props["Environment"]["Variables"]
+        assert all(blanked[k] == "" for k in ("PAGE_TOKEN_SECRET", "A2A_API_KEYS", "EDGE_PUBLISH_SECRET")), name
+    assert RESOURCES["TypeScriptAgentFunction"]["Properties"]["FunctionUrlConfig"]["InvokeMode"] == "RESPONSE_STREAM"
+    _, runner = functions()["sqs-task-runner"]
+    env = runner["Properties"]["Environment"]["Variables"]
+    assert env["A2A_AGENT"] == {"Fn::If": ["RunsHttpAgent", "http", {"Ref": "AgentKind"}]}
+    assert env["AGENT_AUTH"] == {"Fn::If": ["DeployExampleAgent", "sigv4", ""]}
+    assert "PythonAgentFunctionUrl" in json.dumps(env["AGENT_URL"]) and "TypeScriptAgentFunctionUrl" in json.dumps(env["AGENT_URL"])
+    invokers = [crate for crate, st in statements() if "lambda:InvokeFunctionUrl" in st["Action"]]
+    assert invokers == ["sqs-task-runner"], invokers
+    grant = next(st for crate, st in statements() if "lambda:InvokeFunctionUrl" in st["Action"])
+    assert grant["Condition"] == {"StringEquals": {"lambda:FunctionUrlAuthType": "AWS_IAM"}}
+    # No resource-based permission opens the agents to anyone else.
+    assert not [r for r in RESOURCES.values() if r["Type"] == "AWS::Lambda::Permission"
+                and r["Properties"]["FunctionName"] in ({"Ref": n} for n in agents)]
