@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod harness;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -252,45 +253,15 @@ async fn streaming_and_push_delivery_end_to_end() {
 }
 
 /// An agent over HTTP on 127.0.0.1 (the contract of docs/agent-http.md): answers every run with a
-/// working status, a two-chunk artifact and completion, one NDJSON line at a time; keeps each request.
-async fn contract_agent() -> (String, Arc<parking_lot::Mutex<Vec<Value>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/", listener.local_addr().unwrap());
-    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
-    let keep = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let keep = keep.clone();
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let keep = keep.clone();
-                    async move {
-                        let body = req.into_body().collect().await.unwrap().to_bytes();
-                        keep.lock().push(serde_json::from_slice::<Value>(&body).unwrap());
-                        let lines = [
-                            json!({"statusUpdate": {"status": {"state": "TASK_STATE_WORKING"}}}),
-                            json!({"artifactUpdate": {"artifact": {"artifactId": "a", "parts": [{"text": "over "}]}}}),
-                            json!({"artifactUpdate": {"artifact": {"artifactId": "a", "parts": [{"text": "HTTP"}]},
-                                   "append": true, "lastChunk": true}}),
-                            json!({"statusUpdate": {"status": {"state": "TASK_STATE_COMPLETED"}}}),
-                        ];
-                        let ndjson: String = lines.iter().map(|l| format!("{l}\n")).collect();
-                        Ok::<_, std::convert::Infallible>(
-                            hyper::Response::builder()
-                                .header("content-type", "application/x-ndjson")
-                                .body(http_body_util::Full::new(Bytes::from(ndjson)))
-                                .unwrap(),
-                        )
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    (url, seen)
+/// working status, a two-chunk artifact and completion, one NDJSON line each.
+fn contract_answer(_: &Value) -> (&'static str, String) {
+    let lines = [
+        json!({"statusUpdate": {"status": {"state": "TASK_STATE_WORKING"}}}),
+        json!({"artifactUpdate": {"artifact": {"artifactId": "a", "parts": [{"text": "over "}]}}}),
+        json!({"artifactUpdate": {"artifact": {"artifactId": "a", "parts": [{"text": "HTTP"}]}, "append": true, "lastChunk": true}}),
+        json!({"statusUpdate": {"status": {"state": "TASK_STATE_COMPLETED"}}}),
+    ];
+    ("application/x-ndjson", lines.iter().map(|l| format!("{l}\n")).collect())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -298,7 +269,7 @@ async fn the_task_runner_calls_an_agent_over_http() {
     if !common::aws_available() {
         return;
     }
-    let (url, seen) = contract_agent().await;
+    let (url, seen) = harness::recording_server(contract_answer).await;
     let agent = HttpAgent::new(HttpAgentConfig::new(url)).await.unwrap();
     let w = world_running("127.0.0.1/32", 3, Arc::new(agent)).await;
     // http-send-message (non-blocking), then the work queue through the sqs-task-runner handler.

@@ -110,6 +110,27 @@ async fn duplicates_and_redeliveries_run_the_agent_once() {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let task = rpc(&a, "GetTask", json!({"id": task_id})).await;
     assert_eq!(task["result"]["artifacts"].as_array().unwrap().len(), 1);
+
+    // Another process on the same table (a second engine): the retry finds the same task there too,
+    // while the same messageId with new content is a new message.
+    let b = aws_agent(&table, Arc::new(Counting(runs.clone())), 3).await;
+    let third = rpc(
+        &b,
+        "SendMessage",
+        json!({"message": {"messageId": "only-once", "role": "ROLE_USER", "parts": [{"text": "hi"}]}}),
+    )
+    .await;
+    assert_eq!(third["result"]["task"]["id"], task_id.as_str(), "{third}");
+    assert_eq!(runs.load(Ordering::SeqCst), 1, "a retry in another process runs nothing");
+    let other = rpc(
+        &b,
+        "SendMessage",
+        json!({"message": {"messageId": "only-once", "role": "ROLE_USER", "parts": [{"text": "new"}]}}),
+    )
+    .await;
+    assert_ne!(other["result"]["task"]["id"], task_id.as_str(), "{other}");
+    assert_eq!(other["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -9,7 +9,6 @@
 
 mod harness;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::ports::{EventRecord, PushJob};
@@ -17,7 +16,6 @@ use a2a::push::{Deliverer, Outcome};
 use a2a::ssrf::AllowList;
 use a2a::types::{StreamResponse, TaskPushNotificationConfig, TaskState, TaskStatus, TaskStatusUpdateEvent};
 use harness::*;
-use parking_lot::Mutex;
 use serde_json::{json, Value};
 
 const DISGUISED: &[&str] = &[
@@ -74,37 +72,6 @@ async fn disguised_and_unresolvable_webhooks_are_refused_at_registration() {
     assert_eq!(v["result"]["configs"], json!([]));
 }
 
-/// A receiver on 127.0.0.1 that records every POST body.
-async fn receiver() -> (u16, Arc<Mutex<Vec<Value>>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let hits = Arc::new(Mutex::new(Vec::new()));
-    let seen = hits.clone();
-    tokio::spawn(async move {
-        loop {
-            let (stream, _) = listener.accept().await.unwrap();
-            let seen = seen.clone();
-            tokio::spawn(async move {
-                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let seen = seen.clone();
-                    async move {
-                        use http_body_util::BodyExt;
-                        let body = req.into_body().collect().await.unwrap().to_bytes();
-                        seen.lock().push(serde_json::from_slice(&body).unwrap_or(Value::Null));
-                        Ok::<_, std::convert::Infallible>(hyper::Response::new(http_body_util::Full::new(
-                            bytes::Bytes::new(),
-                        )))
-                    }
-                });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
-                    .await;
-            });
-        }
-    });
-    (port, hits)
-}
-
 fn job(url: String) -> PushJob {
     let status = TaskStatus { state: TaskState::Working, message: None, timestamp: None };
     let event = StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
@@ -122,7 +89,8 @@ fn job(url: String) -> PushJob {
 
 #[tokio::test]
 async fn delivery_refuses_what_registration_refuses_with_the_same_reading() {
-    let (port, hits) = receiver().await;
+    let (url, hits) = recording_server(|_| ("application/json", String::new())).await;
+    let port = url.trim_end_matches('/').rsplit(':').next().unwrap().parse::<u16>().unwrap();
     let guarded = Deliverer::new(AllowList::default(), Duration::from_secs(2)).unwrap();
     for form in ["127.0.0.1.", "0x7f.0.0.1", "2130706433", "[::ffff:127.0.0.1]", "localhost", "localhost."] {
         let url = format!("http://{form}:{port}/hook");

@@ -99,6 +99,16 @@ class Handler(BaseHTTPRequestHandler):
             out.flush()
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
+        elif mode == "stamps":
+            # N chunks `gap` ms apart, each carrying the time it left (for the latency benchmark).
+            count, gap = int(words[1]), float(words[2]) / 1000
+            out.write(WORKING)
+            for i in range(count):
+                time.sleep(gap)
+                chunk = {"artifactId": "t", "parts": [{"text": str(time.time_ns())}]}
+                out.write(line({"artifactUpdate": {"artifact": chunk, "append": i > 0, "lastChunk": i == count - 1}}))
+                out.flush()
+            out.write(DONE)
         elif mode == "slow":
             out.write(WORKING)
             out.flush()

@@ -18,7 +18,6 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{AgentError, AgentExecutor, EventSink, RequestContext};
-use crate::auth::Principal;
 use crate::types::{Message, StreamResponse, Task};
 
 /// The contract version this host speaks (the `contract` member of every request).
@@ -88,15 +87,23 @@ impl HttpAgentConfig {
     }
 }
 
-/// The run: one POST per turn.
+/// A request to the agent: a run (one POST per turn) or a cancel of one.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct RunRequest<'a> {
+struct AgentRequest<'a> {
     contract: &'static str,
     kind: &'static str,
     run: RunInfo<'a>,
     task_id: &'a str,
     context_id: &'a str,
+    /// What a run carries besides (absent from a cancel).
+    #[serde(flatten)]
+    turn: Option<TurnInfo<'a>>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TurnInfo<'a> {
     is_new_task: bool,
     message: &'a Message,
     task: &'a Task,
@@ -116,21 +123,24 @@ struct PrincipalInfo<'a> {
     authenticated: bool,
 }
 
-impl<'a> From<&'a Principal> for PrincipalInfo<'a> {
-    fn from(p: &'a Principal) -> Self {
-        Self { id: &p.id, authenticated: p.authenticated }
+impl<'a> AgentRequest<'a> {
+    fn new(ctx: &'a RequestContext, kind: &'static str) -> Self {
+        let turn = (kind == "run").then(|| TurnInfo {
+            is_new_task: ctx.is_new_task,
+            message: &ctx.message,
+            task: &ctx.task,
+            principal: PrincipalInfo { id: &ctx.principal.id, authenticated: ctx.principal.authenticated },
+            extensions: &ctx.extensions,
+        });
+        Self {
+            contract: CONTRACT,
+            kind,
+            run: RunInfo { id: &ctx.run_id, attempt: ctx.attempt },
+            task_id: &ctx.task_id,
+            context_id: &ctx.context_id,
+            turn,
+        }
     }
-}
-
-/// Tells the agent a run was cancelled.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct CancelRequest<'a> {
-    contract: &'static str,
-    kind: &'static str,
-    run: RunInfo<'a>,
-    task_id: &'a str,
-    context_id: &'a str,
 }
 
 /// How the answer frames its events.
@@ -254,13 +264,7 @@ impl HttpAgent {
 
     /// Best effort: tell the agent the run was cancelled (bounded, errors ignored).
     async fn notify_cancel(&self, ctx: &RequestContext) {
-        let body = CancelRequest {
-            contract: CONTRACT,
-            kind: "cancel",
-            run: RunInfo { id: &ctx.run_id, attempt: ctx.attempt },
-            task_id: &ctx.task_id,
-            context_id: &ctx.context_id,
-        };
+        let body = AgentRequest::new(ctx, "cancel");
         let Ok(body) = serde_json::to_vec(&body) else { return };
         if let Ok(request) = self.post(body).await {
             let sent = tokio::time::timeout(Duration::from_secs(2), request.send()).await;
@@ -269,18 +273,7 @@ impl HttpAgent {
     }
 
     async fn run(&self, ctx: &RequestContext, events: &EventSink) -> Result<(), AgentError> {
-        let body = RunRequest {
-            contract: CONTRACT,
-            kind: "run",
-            run: RunInfo { id: &ctx.run_id, attempt: ctx.attempt },
-            task_id: &ctx.task_id,
-            context_id: &ctx.context_id,
-            is_new_task: ctx.is_new_task,
-            message: &ctx.message,
-            task: &ctx.task,
-            principal: (&ctx.principal).into(),
-            extensions: &ctx.extensions,
-        };
+        let body = AgentRequest::new(ctx, "run");
         let body = serde_json::to_vec(&body).map_err(|e| failed(format!("the agent request: {e}")))?;
         let request = self.post(body).await?.header("a2a-agent-run", ctx.run_id.as_str());
         let idle = self.config.idle_timeout;

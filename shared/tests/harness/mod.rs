@@ -165,3 +165,42 @@ pub fn msg(id: &str, text: &str) -> Value {
 pub fn reason(err: &Value) -> &str {
     err["data"][0]["reason"].as_str().or_else(|| err["error"]["details"][0]["reason"].as_str()).unwrap_or("")
 }
+
+/// A server on 127.0.0.1 that keeps the JSON body of every request (`Null` when not JSON) and answers
+/// each with `answer(body)`: a content type and the bytes. Returns its base URL and the bodies.
+pub async fn recording_server(
+    answer: fn(&Value) -> (&'static str, String),
+) -> (String, Arc<parking_lot::Mutex<Vec<Value>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/", listener.local_addr().unwrap());
+    let seen = Arc::new(parking_lot::Mutex::new(Vec::new()));
+    let keep = seen.clone();
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let keep = keep.clone();
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let keep = keep.clone();
+                    async move {
+                        use http_body_util::BodyExt;
+                        let body = req.into_body().collect().await.unwrap().to_bytes();
+                        let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                        let (content_type, reply) = answer(&body);
+                        keep.lock().push(body);
+                        Ok::<_, std::convert::Infallible>(
+                            hyper::Response::builder()
+                                .header("content-type", content_type)
+                                .body(http_body_util::Full::new(Bytes::from(reply)))
+                                .unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (url, seen)
+}

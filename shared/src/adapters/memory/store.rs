@@ -12,7 +12,7 @@
 //!   not fit even then is refused with ResourceExhausted; nothing is dropped that a client can still
 //!   use.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -60,6 +60,8 @@ impl Default for MemoryLimits {
 struct Entry {
     record: TaskRecord,
     events: Vec<EventRecord>,
+    /// The size of `events`, kept as they are appended.
+    events_bytes: usize,
     configs: Vec<TaskPushNotificationConfig>,
     /// What this entry counts for in the store's byte total.
     bytes: usize,
@@ -68,9 +70,7 @@ struct Entry {
 
 impl Entry {
     fn size(&self) -> usize {
-        task_size(&self.record.task)
-            + self.events.iter().map(|e| event_size(&e.event)).sum::<usize>()
-            + self.configs.iter().map(config_size).sum::<usize>()
+        task_size(&self.record.task) + self.events_bytes + self.configs.iter().map(config_size).sum::<usize>()
     }
 
     /// Evictable: finished, or interrupted and idle past `ttl`.
@@ -94,11 +94,28 @@ fn placement(record: &TaskRecord) -> Placement {
     }
 }
 
+impl Placement {
+    /// The same task after a change: only its state and status time can move (owner, context and
+    /// id never change, and their strings are shared).
+    fn moved(&self, record: &TaskRecord) -> Option<Placement> {
+        let (state, time) = (record.state(), record.status_time().timestamp_micros());
+        (state != self.state || time != self.key.0).then(|| Placement {
+            owner: self.owner.clone(),
+            context: self.context.clone(),
+            state,
+            key: (time, self.key.1.clone()),
+        })
+    }
+}
+
 pub struct MemoryStore {
     tasks: RwLock<HashMap<String, Arc<Mutex<Entry>>>>,
     /// `(owner, messageId)` → the task that message created (see [`MessageClaim`]).
     claims: Mutex<HashMap<(String, String), String>>,
     index: Mutex<ListIndex>,
+    /// Interrupted tasks (INPUT_REQUIRED / AUTH_REQUIRED) by status time: the idle ones expire from
+    /// the front.
+    interrupted: Mutex<BTreeSet<Key>>,
     /// Task ids in creation order, for eviction.
     order: Mutex<VecDeque<String>>,
     bytes: AtomicUsize,
@@ -119,6 +136,7 @@ impl MemoryStore {
             tasks: RwLock::new(HashMap::new()),
             claims: Mutex::new(HashMap::new()),
             index: Mutex::new(ListIndex::default()),
+            interrupted: Mutex::new(BTreeSet::new()),
             order: Mutex::new(VecDeque::new()),
             bytes: AtomicUsize::new(0),
             limits: MemoryLimits { max_tasks: limits.max_tasks.max(1), ..limits },
@@ -166,6 +184,9 @@ impl MemoryStore {
         let Some(entry) = self.tasks.write().remove(task_id) else { return };
         let entry = entry.lock();
         self.index.lock().remove(&entry.placement);
+        if entry.placement.state.is_interrupted() {
+            self.interrupted.lock().remove(&entry.placement.key);
+        }
         self.bytes.fetch_sub(entry.bytes, Ordering::Relaxed);
         if let Some(first) = entry.record.task.history.first() {
             let key = (entry.record.owner.clone(), first.message_id.clone());
@@ -201,7 +222,8 @@ impl MemoryStore {
         }
     }
 
-    /// Interrupted tasks idle past the TTL expire, pressure or not (a pass a minute at most).
+    /// Interrupted tasks idle past the TTL expire, pressure or not: a look at the oldest of them, a
+    /// minute apart at most (O(expired)).
     fn sweep(&self) {
         let now = Utc::now();
         let last = self.last_sweep.load(Ordering::Relaxed);
@@ -210,27 +232,31 @@ impl MemoryStore {
         {
             return;
         }
-        let entries: Vec<(String, Arc<Mutex<Entry>>)> =
-            self.tasks.read().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        for (id, entry) in entries {
-            let expired = {
-                let e = entry.lock();
-                e.record.state().is_interrupted() && idle_past(&e.record, now, self.limits.idle_ttl)
-            };
-            if expired {
-                tracing::debug!(task_id = %id, "interrupted task idle past its TTL: expired");
-                self.remove(&id);
-            }
+        let ttl = chrono::Duration::from_std(self.limits.idle_ttl).unwrap_or(chrono::Duration::MAX);
+        let cutoff = (now - ttl).timestamp_micros();
+        let expired: Vec<Arc<str>> =
+            self.interrupted.lock().iter().take_while(|(t, _)| *t < cutoff).map(|(_, id)| id.clone()).collect();
+        for id in expired {
+            tracing::debug!(task_id = %id, "interrupted task idle past its TTL: expired");
+            self.remove(&id);
         }
     }
 
     /// Re-indexes an entry whose state or status time changed; keeps the byte total current.
     fn settle(&self, entry: &mut Entry) {
-        let placement = placement(&entry.record);
-        if placement != entry.placement {
-            let mut index = self.index.lock();
-            index.remove(&entry.placement);
-            index.insert(&placement);
+        if let Some(placement) = entry.placement.moved(&entry.record) {
+            {
+                let mut index = self.index.lock();
+                index.remove(&entry.placement);
+                index.insert(&placement);
+            }
+            let mut interrupted = self.interrupted.lock();
+            if entry.placement.state.is_interrupted() {
+                interrupted.remove(&entry.placement.key);
+            }
+            if placement.state.is_interrupted() {
+                interrupted.insert(placement.key.clone());
+            }
             entry.placement = placement;
         }
         let size = entry.size();
@@ -279,7 +305,14 @@ impl TaskStore for MemoryStore {
     async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
         self.sweep();
         let id = record.task.id.clone();
-        let entry = Entry { placement: placement(&record), record, events: Vec::new(), configs: Vec::new(), bytes: 0 };
+        let entry = Entry {
+            placement: placement(&record),
+            record,
+            events: Vec::new(),
+            events_bytes: 0,
+            configs: Vec::new(),
+            bytes: 0,
+        };
         let size = entry.size();
         if self.over(size, 1) {
             self.evict(size, 1);
@@ -346,6 +379,7 @@ impl TaskStore for MemoryStore {
                 next.last_seq += 1;
                 committed.push(EventRecord { seq: next.last_seq, event });
             }
+            entry.events_bytes += committed.iter().map(|e| event_size(&e.event)).sum::<usize>();
             entry.events.extend(committed.iter().cloned());
             let (state, version, has_push) = (next.state(), next.version, next.has_push);
             entry.record = next;
