@@ -99,8 +99,9 @@ impl Deliverer {
 pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// The registration-time check with name resolution: every address the name resolves to must be
-/// allowed, and a name that does not resolve (within [`RESOLVE_TIMEOUT`]) is refused. Delivery
-/// resolves and checks again, so a name that changes its answers later gains nothing.
+/// allowed, and a name that does not resolve (within [`RESOLVE_TIMEOUT`]) is refused, unless the
+/// allow-list trusts the name. Delivery resolves and checks again, so a name that changes its answers
+/// later, or a trusted one, gains nothing.
 #[derive(Debug, Clone, Default)]
 pub struct DnsPolicy {
     pub allow: AllowList,
@@ -113,6 +114,9 @@ impl WebhookPolicy for DnsPolicy {
         let WebhookHost::Name(host) = &target.host else {
             return Ok(());
         };
+        if self.allow.trusts_name(host) {
+            return Ok(());
+        }
         let refuse = |why: String| A2aError::invalid_field("url", format!("webhook host {host} {why}"));
         let lookup = tokio::net::lookup_host((host.as_str(), target.port));
         let addrs: Vec<SocketAddr> = match tokio::time::timeout(RESOLVE_TIMEOUT, lookup).await {

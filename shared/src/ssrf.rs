@@ -14,40 +14,64 @@ use crate::error::{A2aError, Result};
 /// Longest webhook URL accepted.
 pub const MAX_URL_LEN: usize = 2048;
 
-/// Networks a webhook may reach even though they are refused by default (e.g. `127.0.0.1/32` in
-/// development).
+/// What the operator lets webhooks reach although the guard would refuse it: networks refused by
+/// default (e.g. `127.0.0.1/32` in development), and host names trusted at registration without
+/// resolving them (e.g. a name that only resolves inside the delivery network, or any name when the
+/// registering host has no DNS). A trusted name is still resolved and its addresses checked at
+/// delivery, so naming a host never opens an address the networks do not.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AllowList {
     nets: Vec<(IpAddr, u8)>,
+    names: Vec<String>,
 }
 
 impl AllowList {
-    /// Parses `cidr,cidr,...` (a bare address is a /32 or /128).
+    /// Parses `entry,entry,...`: a CIDR (a bare address is a /32 or /128) or a host name.
     pub fn parse(spec: &str) -> Result<Self> {
-        let mut nets = Vec::new();
+        let mut list = Self::default();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let bad = |why: &str| A2aError::invalid_params(format!("webhook allow-list: {why} in {item:?}"));
             let (addr, len) = item.split_once('/').unwrap_or((item, ""));
-            let addr: IpAddr = addr
-                .parse()
-                .map_err(|_| A2aError::invalid_params(format!("webhook allow-list: {item:?} is not an IP or CIDR")))?;
-            let max = if addr.is_ipv4() { 32 } else { 128 };
-            let len = if len.is_empty() {
-                max
-            } else {
-                len.parse()
-                    .map_err(|_| A2aError::invalid_params(format!("webhook allow-list: bad prefix in {item:?}")))?
+            let Ok(addr) = addr.parse::<IpAddr>() else {
+                if !len.is_empty() || !is_host_name(item) {
+                    return Err(bad("not an IP, CIDR or host name"));
+                }
+                list.names.push(item.trim_end_matches('.').to_ascii_lowercase());
+                continue;
             };
+            let max = if addr.is_ipv4() { 32 } else { 128 };
+            let len = if len.is_empty() { max } else { len.parse().map_err(|_| bad("bad prefix"))? };
             if len > max {
-                return Err(A2aError::invalid_params(format!("webhook allow-list: prefix too long in {item:?}")));
+                return Err(bad("prefix too long"));
             }
-            nets.push((addr, len));
+            list.nets.push((addr, len));
         }
-        Ok(Self { nets })
+        Ok(list)
     }
 
     pub fn allows(&self, ip: IpAddr) -> bool {
         self.nets.iter().any(|(net, len)| in_net(ip, *net, *len))
     }
+
+    /// Whether registration may accept `name` (lower case, no trailing dot) without resolving it.
+    pub fn trusts_name(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+}
+
+/// A DNS name as an allow-list entry: dot-separated labels of letters, digits and hyphens.
+fn is_host_name(s: &str) -> bool {
+    let s = s.trim_end_matches('.');
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+        })
+        && !s.bytes().all(|b| b.is_ascii_digit() || b == b'.')
 }
 
 fn in_net(ip: IpAddr, net: IpAddr, len: u8) -> bool {
@@ -272,8 +296,14 @@ mod tests {
         assert!(check_ip("::1".parse().unwrap(), &allow).is_ok());
         assert!(check_ip("::ffff:127.0.0.1".parse().unwrap(), &allow).is_ok());
         assert!(check_ip("10.0.0.1".parse().unwrap(), &allow).is_err());
-        assert!(AllowList::parse("nope").is_err());
         assert!(AllowList::parse("10.0.0.0/33").is_err());
+        assert!(AllowList::parse("nope/8").is_err());
+        assert!(AllowList::parse("bad_name").is_err());
+        assert!(AllowList::parse("1.2.3").is_err());
+        let named = AllowList::parse("Hooks.Example.COM., 10.0.0.0/8").unwrap();
+        assert!(named.trusts_name("hooks.example.com"));
+        assert!(!named.trusts_name("example.com"));
+        assert!(named.allows("10.1.1.1".parse().unwrap()));
     }
 
     #[test]

@@ -108,3 +108,22 @@ async fn delivery_refuses_what_registration_refuses_with_the_same_reading() {
     }
     assert_eq!(hits.lock().len(), 3);
 }
+
+#[tokio::test]
+async fn a_trusted_name_registers_without_resolving_and_is_still_checked_at_delivery() {
+    use a2a::push::DnsPolicy;
+    use a2a::webhook::WebhookPolicy;
+    let url = "http://no-such-host.invalid/hook";
+    let strict = DnsPolicy { allow: AllowList::default() };
+    let err = strict.check(url).await.unwrap_err();
+    assert!(err.message.contains("does not resolve"), "{}", err.message);
+    let trusting = DnsPolicy { allow: AllowList::parse("No-Such-Host.invalid.").unwrap() };
+    trusting.check(url).await.unwrap();
+    // Trusting a name opens no address: the disguised loopback forms stay refused.
+    for bad in ["http://127.0.0.1.:9/hook", "http://localhost./hook"] {
+        assert!(trusting.check(bad).await.is_err(), "{bad}");
+    }
+    let deliverer = Deliverer::new(AllowList::parse("no-such-host.invalid").unwrap(), Duration::from_secs(2)).unwrap();
+    let outcome = deliverer.deliver(&job(url.into())).await;
+    assert!(matches!(outcome, Outcome::Failed(_)), "{outcome:?}");
+}

@@ -90,7 +90,8 @@ struct Args {
     /// Seconds an interrupted task (INPUT_REQUIRED / AUTH_REQUIRED) may sit idle before it expires.
     #[arg(long, env = "A2A_IDLE_TASK_TTL", default_value_t = a2a::adapters::memory::DEFAULT_IDLE_TTL.as_secs())]
     idle_task_ttl: u64,
-    /// Private networks webhooks may reach anyway, as `cidr,cidr` (e.g. 127.0.0.1/32 for local receivers).
+    /// Private networks webhooks may reach anyway, and host names accepted at registration without
+    /// resolving them, as `cidr,name,...` (e.g. 127.0.0.1/32 for local receivers).
     #[arg(long, env = "A2A_WEBHOOK_ALLOW", default_value = "")]
     webhook_allow: String,
     /// Delivery attempts per notification before it is dead-lettered.

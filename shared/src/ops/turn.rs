@@ -49,6 +49,7 @@ pub fn derive_task_id(principal: &str, message_id: &str, replaces: Option<&str>)
 /// request rather than another (response-shaping options such as `historyLength` or
 /// `returnImmediately` aside).
 pub fn turn_key(req: &SendMessageRequest) -> TurnKey {
+    use std::fmt::Write as _;
     let config = req.configuration.as_ref();
     let content = serde_json::json!({
         "tenant": req.tenant,
@@ -57,42 +58,66 @@ pub fn turn_key(req: &SendMessageRequest) -> TurnKey {
         "modes": config.map_or(&[][..], |c| &c.accepted_output_modes[..]),
         "metadata": req.metadata,
     });
-    let mut canonical = String::new();
-    write_canonical(&content, &mut canonical);
-    let digest = Sha256::digest(canonical.as_bytes());
-    let fingerprint = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    let mut hasher = Canonical(Sha256::new());
+    hasher.value(&content);
+    let digest = hasher.0.finalize();
+    let mut fingerprint = String::with_capacity(32);
+    for b in &digest[..16] {
+        let _ = write!(fingerprint, "{b:02x}");
+    }
     TurnKey { message_id: req.message.message_id.clone(), fingerprint }
 }
 
-/// JSON with object keys sorted, so that key order does not make two equal requests differ.
-fn write_canonical(value: &serde_json::Value, out: &mut String) {
-    use serde_json::Value;
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
+/// Feeds JSON with object keys sorted to a digest, so that key order does not make two equal
+/// requests differ.
+struct Canonical(Sha256);
+
+impl std::io::Write for Canonical {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Canonical {
+    fn value(&mut self, value: &serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                self.0.update(b"{");
+                for (i, (k, v)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        self.0.update(b",");
+                    }
+                    self.scalar(k);
+                    self.0.update(b":");
+                    self.value(v);
                 }
-                out.push_str(&Value::String(k.clone()).to_string());
-                out.push(':');
-                write_canonical(&map[k], out);
+                self.0.update(b"}");
             }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
+            Value::Array(items) => {
+                self.0.update(b"[");
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        self.0.update(b",");
+                    }
+                    self.value(item);
                 }
-                write_canonical(item, out);
+                self.0.update(b"]");
             }
-            out.push(']');
+            other => self.scalar(other),
         }
-        other => out.push_str(&other.to_string()),
+    }
+
+    fn scalar<T: serde::Serialize + ?Sized>(&mut self, v: &T) {
+        // Writing to a digest cannot fail, and strings and numbers always serialize.
+        let _ = serde_json::to_writer(&mut *self, v);
     }
 }
 

@@ -18,7 +18,7 @@ use super::Struct;
 macro_rules! proto_enum {
     ($(#[$meta:meta])* $name:ident { $($variant:ident = $num:literal => $wire:literal),+ $(,)? }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
         pub enum $name {
             #[default]
             $($variant),+

@@ -3,7 +3,7 @@
 //! of the one set that matches the filters: O(page), whatever the number of tasks; the count of a
 //! first page is the set's size (O(1)), or, with `statusTimestampAfter`, a walk of the keys after it.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use crate::types::TaskState;
 /// A task's place in the indexes: status time (µs) and id.
 pub type Key = (i64, Arc<str>);
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Filter {
     Owner(Arc<str>),
     State(Arc<str>, TaskState),
@@ -56,9 +56,12 @@ pub struct Scan<'a> {
     pub count: bool,
 }
 
+/// Ordered maps throughout: tasks come and go all the time, and a hash map under such churn
+/// periodically rehashes every entry (a stall of every request for tens of milliseconds at 100k
+/// tasks); a B-tree's cost per change is bounded.
 #[derive(Debug, Default)]
 pub struct ListIndex {
-    sets: HashMap<Filter, BTreeSet<Key>>,
+    sets: BTreeMap<Filter, BTreeSet<Key>>,
 }
 
 impl ListIndex {

@@ -20,8 +20,9 @@ use crate::ports::*;
 
 /// An in-process broadcast hub: one channel per task while someone listens. The channel goes when
 /// its last subscriber does (a task left waiting for input keeps nothing here) or the task ends.
+/// Slots hold an `Arc`, so a channel costs a few KiB however large the events are.
 pub struct MemoryHub {
-    channels: Arc<Mutex<HashMap<String, broadcast::Sender<EventRecord>>>>,
+    channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<EventRecord>>>>>,
     capacity: usize,
 }
 
@@ -33,8 +34,8 @@ impl Default for MemoryHub {
 
 /// A subscription; dropping the last one of a task drops the task's channel.
 struct Subscription {
-    rx: broadcast::Receiver<EventRecord>,
-    channels: Arc<Mutex<HashMap<String, broadcast::Sender<EventRecord>>>>,
+    rx: broadcast::Receiver<Arc<EventRecord>>,
+    channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<EventRecord>>>>>,
     task_id: String,
 }
 
@@ -59,7 +60,7 @@ impl StreamHub for MemoryHub {
     fn publish(&self, task_id: &str, event: &EventRecord) {
         let channels = self.channels.lock();
         if let Some(tx) = channels.get(task_id) {
-            let _ = tx.send(event.clone());
+            let _ = tx.send(Arc::new(event.clone()));
         }
     }
 
@@ -72,7 +73,7 @@ impl StreamHub for MemoryHub {
         let sub = Subscription { rx, channels: self.channels.clone(), task_id: task_id.to_string() };
         stream::unfold(sub, |mut sub| async move {
             match sub.rx.recv().await {
-                Ok(ev) => Some((HubMessage::Event(ev), sub)),
+                Ok(ev) => Some((HubMessage::Event(Arc::unwrap_or_clone(ev)), sub)),
                 Err(broadcast::error::RecvError::Lagged(_)) => Some((HubMessage::Lagged, sub)),
                 Err(broadcast::error::RecvError::Closed) => None,
             }
