@@ -4,6 +4,7 @@
 //! first page is the set's size (O(1)), or, with `statusTimestampAfter`, a walk of the keys after it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::hash::{BuildHasher, RandomState};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -12,14 +13,6 @@ use crate::types::TaskState;
 /// A task's place in the indexes: status time (µs) and id.
 pub type Key = (i64, Arc<str>);
 
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Filter {
-    Owner(Arc<str>),
-    State(Arc<str>, TaskState),
-    Context(Arc<str>, Arc<str>),
-    ContextState(Arc<str>, Arc<str>, TaskState),
-}
-
 /// Where a task sits: everything its index entries are made of.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Placement {
@@ -27,18 +20,6 @@ pub struct Placement {
     pub context: Arc<str>,
     pub state: TaskState,
     pub key: Key,
-}
-
-impl Placement {
-    fn filters(&self) -> [Filter; 4] {
-        let (o, c, s) = (&self.owner, &self.context, self.state);
-        [
-            Filter::Owner(o.clone()),
-            Filter::State(o.clone(), s),
-            Filter::Context(o.clone(), c.clone()),
-            Filter::ContextState(o.clone(), c.clone(), s),
-        ]
-    }
 }
 
 /// What a page asks for.
@@ -56,42 +37,93 @@ pub struct Scan<'a> {
     pub count: bool,
 }
 
+/// One slice of an owner's tasks (all of them, or one context's): ordered by key, and per state.
+#[derive(Debug, Default)]
+struct Sets {
+    all: BTreeSet<Key>,
+    by_state: BTreeMap<TaskState, BTreeSet<Key>>,
+}
+
+impl Sets {
+    fn insert(&mut self, state: TaskState, key: &Key) {
+        self.all.insert(key.clone());
+        self.by_state.entry(state).or_default().insert(key.clone());
+    }
+
+    /// Removes the key; whether the slice is empty afterwards.
+    fn remove(&mut self, state: TaskState, key: &Key) -> bool {
+        self.all.remove(key);
+        if let Some(set) = self.by_state.get_mut(&state) {
+            set.remove(key);
+            if set.is_empty() {
+                self.by_state.remove(&state);
+            }
+        }
+        self.all.is_empty()
+    }
+
+    fn get(&self, state: Option<TaskState>) -> Option<&BTreeSet<Key>> {
+        match state {
+            None => Some(&self.all),
+            Some(s) => self.by_state.get(&s),
+        }
+    }
+}
+
+/// A context in an owner's tree: the context id's keyed hash first, so a search compares integers
+/// (the id only breaks a tie; a chosen collision costs nothing but a string compare).
+type ContextKey = (u64, Arc<str>);
+
+#[derive(Debug, Default)]
+struct OwnerSets {
+    tasks: Sets,
+    contexts: BTreeMap<ContextKey, Sets>,
+}
+
 /// Ordered maps throughout: tasks come and go all the time, and a hash map under such churn
 /// periodically rehashes every entry (a stall of every request for tens of milliseconds at 100k
-/// tasks); a B-tree's cost per change is bounded.
+/// tasks); a B-tree's cost per change is bounded. Nested by owner (few), then context (one per
+/// task, often), whose tree is ordered by a keyed hash so that it compares integers, not ids.
 #[derive(Debug, Default)]
 pub struct ListIndex {
-    sets: BTreeMap<Filter, BTreeSet<Key>>,
+    owners: BTreeMap<Arc<str>, OwnerSets>,
+    hasher: RandomState,
 }
 
 impl ListIndex {
+    fn context_key(&self, context: &Arc<str>) -> ContextKey {
+        (self.hasher.hash_one(context), context.clone())
+    }
+
     pub fn insert(&mut self, p: &Placement) {
-        for f in p.filters() {
-            self.sets.entry(f).or_default().insert(p.key.clone());
-        }
+        let context = self.context_key(&p.context);
+        let owner = self.owners.entry(p.owner.clone()).or_default();
+        owner.tasks.insert(p.state, &p.key);
+        owner.contexts.entry(context).or_default().insert(p.state, &p.key);
     }
 
     pub fn remove(&mut self, p: &Placement) {
-        for f in p.filters() {
-            if let Some(set) = self.sets.get_mut(&f) {
-                set.remove(&p.key);
-                if set.is_empty() {
-                    self.sets.remove(&f);
-                }
+        let context = self.context_key(&p.context);
+        let Some(owner) = self.owners.get_mut(&p.owner) else {
+            return;
+        };
+        if let Some(sets) = owner.contexts.get_mut(&context) {
+            if sets.remove(p.state, &p.key) {
+                owner.contexts.remove(&context);
             }
+        }
+        if owner.tasks.remove(p.state, &p.key) {
+            self.owners.remove(&p.owner);
         }
     }
 
     /// Up to `limit` keys, newest first, and the number of matching tasks when asked.
     pub fn scan(&self, q: &Scan<'_>) -> (Vec<Key>, Option<usize>) {
-        let owner: Arc<str> = Arc::from(q.owner);
-        let filter = match (q.context, q.state) {
-            (None, None) => Filter::Owner(owner),
-            (None, Some(s)) => Filter::State(owner, s),
-            (Some(c), None) => Filter::Context(owner, Arc::from(c)),
-            (Some(c), Some(s)) => Filter::ContextState(owner, Arc::from(c), s),
-        };
-        let Some(set) = self.sets.get(&filter) else {
+        let set = self.owners.get(q.owner).and_then(|owner| match q.context {
+            None => owner.tasks.get(q.state),
+            Some(c) => owner.contexts.get(&self.context_key(&Arc::from(c))).and_then(|sets| sets.get(q.state)),
+        });
+        let Some(set) = set else {
             return (Vec::new(), q.count.then_some(0));
         };
         let lower = match q.after {
@@ -149,5 +181,11 @@ mod tests {
         ix.remove(&place("a", "c2", TaskState::Working, 2, "t2"));
         assert_eq!(ids(ix.scan(&scan("a"))).1, Some(2));
         assert_eq!(ids(ix.scan(&scan("nobody"))), (vec![], Some(0)));
+        assert_eq!(ids(ix.scan(&Scan { context: Some("c2"), ..scan("a") })), (vec![], Some(0)));
+        for (ctx, state, t, id) in [("c1", TaskState::Completed, 1, "t1"), ("c1", TaskState::Working, 3, "t3")] {
+            ix.remove(&place("a", ctx, state, t, id));
+        }
+        ix.remove(&place("b", "c1", TaskState::Working, 4, "t4"));
+        assert!(ix.owners.is_empty(), "empty slices are dropped: {:?}", ix.owners);
     }
 }
