@@ -12,6 +12,7 @@ use crate::auth::Principal;
 use crate::dispatch::{call, decode, Op, Output};
 use crate::error::{A2aError, Result};
 use crate::response::{frame_stream, json_response, sse_response, with_task_seq, HttpResponse};
+use crate::rest_input::{body_object, query_object};
 use crate::service::Service;
 use crate::sse::Framing;
 use crate::types::*;
@@ -109,7 +110,7 @@ fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result
     let query = |name: &str| crate::version::query_param(parts.uri.query(), &[name]);
     Ok(match route {
         Route::Send | Route::Stream => {
-            let req = send_in(super::rest::body_object(parts, body)?)?;
+            let req = send_in(body_object(parts, body)?)?;
             if *route == Route::Send {
                 Op::SendMessage(req)
             } else {
@@ -117,7 +118,7 @@ fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result
             }
         }
         Route::ListTasks => {
-            let mut q = super::rest::query_object(parts.uri.query())?;
+            let mut q = query_object(parts.uri.query())?;
             if let Some(Value::String(s)) = q.get("status") {
                 let state = TaskState::parse_lenient(s).map(|s| s.as_str()).unwrap_or_default();
                 q.insert("status".into(), Value::String(state.into()));
@@ -142,7 +143,7 @@ fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result
         Route::CreateConfig(task_id) => {
             // The reference sends a CreateTaskPushNotificationConfigRequest ({parent, configId,
             // config}); other 0.3 clients send the TaskPushNotificationConfig itself ({name, ...}).
-            let mut body = super::rest::body_object(parts, body)?;
+            let mut body = body_object(parts, body)?;
             let (named, field) = match body.remove("config") {
                 Some(Value::Object(config)) => (config, "config.pushNotificationConfig"),
                 _ => (body.clone(), "pushNotificationConfig"),

@@ -1,9 +1,9 @@
 //! The engine: the ports an operation needs, the recorder that turns agent events into committed,
-//! numbered, broadcast events, the stream follower, and the task runner.
+//! numbered, broadcast events, and the stream follower. The task runner that drives executors with
+//! it is [`crate::runner`].
 
 mod fold;
 mod follow;
-mod runner;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,7 +18,6 @@ use crate::webhook::WebhookPolicy;
 
 pub use fold::{apply, apply_all, AgentEvent};
 pub use follow::{follow, EventStream};
-pub use runner::Runner;
 
 /// Tunables with production defaults.
 #[derive(Debug, Clone)]

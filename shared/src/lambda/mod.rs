@@ -17,13 +17,14 @@ use crate::adapters::memory::{MemoryHub, SystemClock};
 use crate::adapters::poll_hub::PollingHub;
 use crate::auth;
 use crate::card::{read_card_file, CardService, ServerAbilities};
-use crate::engine::{Engine, EngineConfig, EnginePorts, Runner};
+use crate::engine::{Engine, EngineConfig, EnginePorts};
 use crate::error::{A2aError, Result};
 use crate::executor::AgentExecutor;
 use crate::http::{Limits, Service};
 use crate::page_token::PageTokens;
 use crate::ports::{Clock, Job, PushJob, PushQueue, StreamHub, WorkQueue};
 use crate::push::{Deliverer, DnsPolicy};
+use crate::runner::Runner;
 use crate::ssrf::AllowList;
 use crate::webhook::RetryPolicy;
 

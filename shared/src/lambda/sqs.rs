@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Deps;
 use crate::adapters::aws::sqs::{attempt_of, attempt_push};
-use crate::engine::Runner;
 use crate::ports::Job;
+use crate::runner::Runner;
 
 /// The failures of one FIFO batch: once a record of a group fails, the later records of that
 /// group are failed unprocessed, so the group comes back in order.

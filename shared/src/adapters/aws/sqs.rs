@@ -27,10 +27,10 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
-use crate::engine::Runner;
 use crate::error::{A2aError, Result};
 use crate::ports::{EventRecord, Job, PushConfigStore, PushJob, PushQueue, TaskStore, WorkQueue};
 use crate::push::{Deliverer, Outcome};
+use crate::runner::Runner;
 use crate::types::StreamResponse;
 use crate::webhook::RetryPolicy;
 

@@ -10,8 +10,8 @@ use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::{AgentEvent, Engine};
 use crate::auth::Principal;
+use crate::engine::{AgentEvent, Engine};
 use crate::error::Result;
 use crate::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
 use crate::ports::Job;
