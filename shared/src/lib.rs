@@ -16,6 +16,8 @@ pub mod error;
 pub mod executor;
 pub mod http;
 pub mod jsonrpc;
+#[cfg(feature = "oidc")]
+pub mod oidc;
 pub mod ops;
 pub mod page_token;
 pub mod ports;
