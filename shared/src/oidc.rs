@@ -12,11 +12,13 @@
 //! Not wired to the bindings yet (issue 13 continues: flags, card schemes, RFC 6750 refusals).
 
 use std::collections::BTreeSet;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
 use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 use parking_lot::RwLock;
+use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// The default least time between two key fetches caused by unknown key ids.
@@ -93,8 +95,22 @@ pub enum Refusal {
     InsufficientScope(String),
 }
 
+/// A published signing key, read once when the JWKS is fetched.
+struct SigningKey {
+    kid: Option<String>,
+    /// The `alg` the JWKS declares for it, if any: it then signs with that one only.
+    alg: Option<Algorithm>,
+    key: DecodingKey,
+}
+
+impl SigningKey {
+    fn signs_with(&self, alg: Algorithm) -> bool {
+        self.key.family() == alg.family() && self.alg.is_none_or(|declared| declared == alg)
+    }
+}
+
 struct Keys {
-    keys: Vec<(Jwk, DecodingKey)>,
+    keys: Vec<SigningKey>,
     fetched: Option<Instant>,
 }
 
@@ -110,28 +126,25 @@ pub struct BearerVerifier {
 impl BearerVerifier {
     /// A verifier that fetches the issuer's keys over HTTP(S).
     pub fn new(config: OidcConfig) -> Result<Self, String> {
-        if config.audiences.is_empty() {
-            return Err("oidc: at least one allowed audience is required".into());
-        }
         let http = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("oidc: HTTP client: {e}"))?;
-        Ok(Self::build(config, Some(http), Vec::new()))
+        Self::build(config, Some(http), Vec::new())
     }
 
     /// A verifier with a fixed key set (no fetching).
     pub fn with_keys(config: OidcConfig, jwks: &Value) -> Result<Self, String> {
+        Self::build(config, None, parse_jwks(jwks)?)
+    }
+
+    fn build(config: OidcConfig, http: Option<reqwest::Client>, keys: Vec<SigningKey>) -> Result<Self, String> {
         if config.audiences.is_empty() {
             return Err("oidc: at least one allowed audience is required".into());
         }
-        Ok(Self::build(config, None, parse_jwks(jwks)?))
-    }
-
-    fn build(config: OidcConfig, http: Option<reqwest::Client>, keys: Vec<(Jwk, DecodingKey)>) -> Self {
         let fetched = http.is_none().then(Instant::now);
-        Self { config, http, keys: RwLock::new(Keys { keys, fetched }), fetching: tokio::sync::Mutex::new(()) }
+        Ok(Self { config, http, keys: RwLock::new(Keys { keys, fetched }), fetching: tokio::sync::Mutex::new(()) })
     }
 
     /// Verifies `token` and checks that it carries the configured scopes and `extra_scopes`.
@@ -213,23 +226,19 @@ impl BearerVerifier {
     /// The key for `kid` (or the one key that fits `alg` when the token names none).
     fn lookup(&self, kid: Option<&str>, alg: Algorithm) -> Result<Option<DecodingKey>, Refusal> {
         let keys = self.keys.read();
-        let fits = |jwk: &Jwk, key: &DecodingKey| {
-            key.family() == alg.family()
-                && jwk.common.key_algorithm.is_none_or(|declared| format!("{declared:?}") == format!("{alg:?}"))
-        };
-        let found: Vec<&(Jwk, DecodingKey)> = match kid {
-            Some(kid) => keys.keys.iter().filter(|(jwk, _)| jwk.common.key_id.as_deref() == Some(kid)).collect(),
-            None => keys.keys.iter().filter(|(jwk, key)| fits(jwk, key)).collect(),
+        let found: Vec<&SigningKey> = match kid {
+            Some(kid) => keys.keys.iter().filter(|k| k.kid.as_deref() == Some(kid)).collect(),
+            None => keys.keys.iter().filter(|k| k.signs_with(alg)).collect(),
         };
         match found.as_slice() {
             [] => Ok(None),
-            [(jwk, key)] if fits(jwk, key) => Ok(Some(key.clone())),
+            [k] if k.signs_with(alg) => Ok(Some(k.key.clone())),
             [_] => Err(Refusal::InvalidToken(format!("the signing key does not sign with {alg:?}"))),
             _ => Err(Refusal::InvalidToken("the token names no key and several fit".into())),
         }
     }
 
-    async fn fetch(&self, http: &reqwest::Client) -> Result<Vec<(Jwk, DecodingKey)>, String> {
+    async fn fetch(&self, http: &reqwest::Client) -> Result<Vec<SigningKey>, String> {
         let jwks_url = match &self.config.jwks_url {
             Some(url) => url.clone(),
             None => {
@@ -261,15 +270,26 @@ async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
 }
 
 /// The signing keys of a JWKS document; keys this verifier cannot use (encryption keys, unknown
-/// types, symmetric keys) are left out.
-fn parse_jwks(doc: &Value) -> Result<Vec<(Jwk, DecodingKey)>, String> {
+/// types, symmetric keys, keys declared for a non-signature algorithm) are left out.
+fn parse_jwks(doc: &Value) -> Result<Vec<SigningKey>, String> {
     let keys = doc.get("keys").and_then(Value::as_array).ok_or("the JWKS has no keys array")?;
     Ok(keys
         .iter()
-        .filter_map(|k| serde_json::from_value::<Jwk>(k.clone()).ok())
+        .filter_map(|k| Jwk::deserialize(k).ok())
         .filter(|jwk| !matches!(jwk.common.public_key_use, Some(PublicKeyUse::Encryption)))
-        .filter_map(|jwk| DecodingKey::from_jwk(&jwk).ok().map(|key| (jwk, key)))
-        .filter(|(_, key)| key.family() != jsonwebtoken::AlgorithmFamily::Hmac)
+        .filter_map(|jwk| {
+            let alg = match jwk.common.key_algorithm {
+                // KeyAlgorithm also names encryption algorithms; only signature ones parse.
+                Some(declared) => Some(Algorithm::from_str(&format!("{declared:?}")).ok()?),
+                None => None,
+            };
+            let key = DecodingKey::from_jwk(&jwk).ok()?;
+            (key.family() != jsonwebtoken::AlgorithmFamily::Hmac).then(|| SigningKey {
+                kid: jwk.common.key_id,
+                alg,
+                key,
+            })
+        })
         .collect())
 }
 

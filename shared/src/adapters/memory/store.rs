@@ -116,7 +116,8 @@ pub struct MemoryStore {
     tasks: RwLock<HashMap<String, Arc<Mutex<Entry>>>>,
     /// `(owner, messageId)` → the task that message created (see [`MessageClaim`]). Ordered, like
     /// the index: no rehash stalls under churn.
-    claims: Mutex<BTreeMap<(String, String), String>>,
+    /// Nested by owner so a lookup borrows its strings instead of building a key.
+    claims: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
     index: Mutex<ListIndex>,
     /// Interrupted tasks (INPUT_REQUIRED / AUTH_REQUIRED) by status time: the idle ones expire from
     /// the front.
@@ -195,10 +196,14 @@ impl MemoryStore {
         }
         self.bytes.fetch_sub(entry.bytes, Ordering::Relaxed);
         if let Some(first) = entry.record.task.history.first() {
-            let key = (entry.record.owner.clone(), first.message_id.clone());
             let mut claims = self.claims.lock();
-            if claims.get(&key).is_some_and(|t| t == task_id) {
-                claims.remove(&key);
+            if let Some(mine) = claims.get_mut(entry.record.owner.as_str()) {
+                if mine.get(&first.message_id).is_some_and(|t| t == task_id) {
+                    mine.remove(&first.message_id);
+                    if mine.is_empty() {
+                        claims.remove(entry.record.owner.as_str());
+                    }
+                }
             }
         }
     }
@@ -333,11 +338,11 @@ impl TaskStore for MemoryStore {
                 return Ok(false);
             }
             if let Some(c) = claim {
-                let key = (c.owner.clone(), c.message_id.clone());
-                if claims.get(&key) != c.replaces.as_ref() {
+                let held = claims.get(c.owner.as_str()).and_then(|mine| mine.get(&c.message_id));
+                if held != c.replaces.as_ref() {
                     return Ok(false);
                 }
-                claims.insert(key, id.clone());
+                claims.entry(c.owner.clone()).or_default().insert(c.message_id.clone(), id.clone());
             }
             self.index.lock().insert(&entry.placement);
             self.bytes.fetch_add(size, Ordering::Relaxed);
@@ -348,7 +353,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn claimed_task(&self, owner: &str, message_id: &str) -> Result<Option<String>> {
-        Ok(self.claims.lock().get(&(owner.to_string(), message_id.to_string())).cloned())
+        Ok(self.claims.lock().get(owner).and_then(|mine| mine.get(message_id)).cloned())
     }
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {
