@@ -17,7 +17,7 @@ TASK_ID = str(uuid.uuid5(NAMESPACE, "anonymous\0" + MESSAGE_ID))
 EPOCH = 1763800000000
 
 
-def http_event(method, path, body=None, query="", headers=None, function_url=False, route_key=None):
+def http_event(method, path, body=None, query="", headers=None, function_url=False, route_key=None, jwt=None):
     h = {
         "accept": "application/json",
         "a2a-version": "1.0",
@@ -44,6 +44,10 @@ def http_event(method, path, body=None, query="", headers=None, function_url=Fal
         "time": "22/Nov/2026:03:00:00 +0000",
         "timeEpoch": EPOCH,
     }
+    if jwt is not None:
+        # What API Gateway's JWT authorizer passes on (HTTP API, payload 2.0): the verified claims,
+        # every value a string.
+        ctx["authorizer"] = {"jwt": {"claims": jwt, "scopes": None}}
     event = {
         "version": "2.0",
         "routeKey": ctx["routeKey"],
@@ -86,7 +90,21 @@ def sqs_record(i, body, group, queue, receive_count=1):
     }
 
 
+# The claims of a Cognito client-credentials access token, as the JWT authorizer passes them on.
+COGNITO_CLAIMS = {
+    "sub": "4lice0client0id0000000000",
+    "client_id": "4lice0client0id0000000000",
+    "token_use": "access",
+    "scope": "a2a/call",
+    "iss": "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_EXAMPLE",
+    "exp": "1763803600",
+    "iat": "1763800000",
+    "jti": "9b5a1c9e-3f1e-4d5e-9a0b-1c2d3e4f5a6b",
+    "version": "2",
+}
+
 fixtures = {
+    "apigw-v2_send-message_jwt-authorizer.json": http_event("POST", "/message:send", {"message": message("fixture-message-jwt"), "configuration": {"returnImmediately": True}}, headers={"authorization": "Bearer eyJraWQiOiJleGFtcGxlIn0.verified-by-the-gateway.sig"}, jwt=COGNITO_CLAIMS),
     "apigw-v2_send-message_ok.json": http_event("POST", "/message:send", {"message": message(MESSAGE_ID), "configuration": {"returnImmediately": True}}),
     "apigw-v2_send-message_tenant.json": http_event("POST", "/acme/message:send", {"message": message("fixture-message-2"), "configuration": {"returnImmediately": True}}, route_key="POST /{tenant}/message:send"),
     "apigw-v2_send-message_bad-request.json": http_event("POST", "/message:send", {"message": {"role": "ROLE_USER", "parts": [{"text": "no id"}]}}),

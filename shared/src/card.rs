@@ -154,10 +154,16 @@ impl CardService {
         caps.streaming = Some(abilities.streaming && caps.streaming.unwrap_or(true));
         caps.push_notifications = Some(abilities.push_notifications && caps.push_notifications.unwrap_or(true));
         caps.extended_agent_card = Some(caps.extended_agent_card.unwrap_or(extended.is_some()));
-        let (schemes, requirements) = auth.card_security();
-        if !schemes.is_empty() {
-            card.security_schemes.extend(schemes);
-            card.security_requirements.extend(requirements);
+        let security = auth.card_security();
+        if !security.schemes.is_empty() {
+            card.security_schemes.extend(security.schemes);
+            card.security_requirements.extend(security.requirements);
+        }
+        for (skill_id, requirements) in security.skills {
+            match card.skills.iter_mut().find(|s| s.id == skill_id) {
+                Some(skill) => skill.security_requirements = requirements,
+                None => tracing::warn!(skill = %skill_id, "skill scopes name a skill the card does not have"),
+            }
         }
         let extended = extended.map(|mut ext| {
             ext.supported_interfaces.clone_from(&card.supported_interfaces);

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use crate::engine::{CallContext, Engine};
 use crate::error::Result;
+use crate::operation::Operation;
 use crate::ops::{self, ResponseStream};
 use crate::types::*;
 
@@ -29,6 +30,23 @@ pub enum Op {
 }
 
 impl Op {
+    /// The operation's name, for authorization.
+    pub fn operation(&self) -> Operation {
+        match self {
+            Self::SendMessage(_) => Operation::SendMessage,
+            Self::SendStreamingMessage(_) => Operation::SendStreamingMessage,
+            Self::GetTask(_) => Operation::GetTask,
+            Self::ListTasks(_) => Operation::ListTasks,
+            Self::CancelTask(_) => Operation::CancelTask,
+            Self::SubscribeToTask(_) => Operation::SubscribeToTask,
+            Self::CreatePushConfig(_) => Operation::CreateTaskPushNotificationConfig,
+            Self::GetPushConfig(_) | Self::GetDefaultPushConfig { .. } => Operation::GetTaskPushNotificationConfig,
+            Self::ListPushConfigs(_) => Operation::ListTaskPushNotificationConfigs,
+            Self::DeletePushConfig(_) => Operation::DeleteTaskPushNotificationConfig,
+            Self::GetExtendedCard => Operation::GetExtendedAgentCard,
+        }
+    }
+
     /// A 0.3 `get` of a push config, with or without the config id.
     pub fn get_push_config_03(task_id: String, config_id: Option<String>) -> Self {
         match config_id {
@@ -51,9 +69,10 @@ pub enum Output {
     Stream(ResponseStream),
 }
 
-/// Runs `op`. A task result comes with the sequence number of the last event it reflects (sent as
+/// Runs `op` for a caller allowed it (the authenticator's per-operation check comes first). A task result comes with the sequence number of the last event it reflects (sent as
 /// the [`crate::sse::TASK_SEQ_HEADER`] header, so that an edge hub can continue from there).
 pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<(Output, Option<u64>)> {
+    engine.auth.authorize(&ctx.principal, op.operation())?;
     let output = match op {
         Op::SendMessage(r) => {
             let (response, seq) = ops::send_message(engine, ctx, r).await?;

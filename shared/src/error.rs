@@ -27,6 +27,8 @@ pub enum ErrorKind {
     VersionNotSupported,
     // Transport-level refusals (not in §5.4; codes chosen in the -32000..-32099 server range).
     Unauthenticated,
+    /// Authenticated, but not allowed this operation (an OAuth scope it lacks).
+    PermissionDenied,
     PayloadTooLarge,
     /// HTTP+JSON: the path exists but not for this HTTP method.
     MethodNotAllowed,
@@ -68,6 +70,7 @@ impl ErrorKind {
         Self::ExtensionSupportRequired,
         Self::VersionNotSupported,
         Self::Unauthenticated,
+        Self::PermissionDenied,
         Self::PayloadTooLarge,
         Self::MethodNotAllowed,
         Self::RequestTimeout,
@@ -123,6 +126,9 @@ impl ErrorKind {
                 s(-32009, 400, "UNIMPLEMENTED", "VERSION_NOT_SUPPORTED", "Version not supported")
             }
             Self::Unauthenticated => s(-32010, 401, "UNAUTHENTICATED", "UNAUTHENTICATED", "Authentication required"),
+            Self::PermissionDenied => {
+                s(-32012, 403, "PERMISSION_DENIED", "PERMISSION_DENIED", "Permission denied")
+            }
             Self::PayloadTooLarge => {
                 s(-32600, 413, "RESOURCE_EXHAUSTED", "PAYLOAD_TOO_LARGE", "Request body too large")
             }
@@ -143,13 +149,16 @@ pub struct A2aError {
     pub kind: ErrorKind,
     pub message: String,
     pub metadata: BTreeMap<String, String>,
+    /// The `WWW-Authenticate` challenges a 401 or 403 carries (RFC 9110 §11.6.1, RFC 6750 §3); not
+    /// part of the body.
+    pub challenges: Vec<String>,
 }
 
 pub type Result<T, E = A2aError> = std::result::Result<T, E>;
 
 impl A2aError {
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into(), metadata: BTreeMap::new() }
+        Self { kind, message: message.into(), metadata: BTreeMap::new(), challenges: Vec::new() }
     }
 
     pub fn with(mut self, key: &str, value: impl Into<String>) -> Self {
@@ -221,6 +230,18 @@ impl A2aError {
 
     pub fn unauthenticated(msg: impl Into<String>) -> Self {
         Self::new(ErrorKind::Unauthenticated, msg)
+    }
+
+    /// A refusal for lack of a scope, naming it (`metadata.scope`).
+    pub fn insufficient_scope(scope: &str) -> Self {
+        Self::new(ErrorKind::PermissionDenied, format!("insufficient scope: this operation needs the {scope:?} scope"))
+            .with("scope", scope)
+    }
+
+    /// The same error with the `WWW-Authenticate` challenges to send with it.
+    pub fn challenged(mut self, challenges: Vec<String>) -> Self {
+        self.challenges = challenges;
+        self
     }
 
     pub fn spec(&self) -> ErrorSpec {

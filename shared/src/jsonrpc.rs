@@ -56,7 +56,7 @@ struct Envelope<'a> {
 
 pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes) -> HttpResponse {
     let null = RpcId::null();
-    let principal = match service.authenticate(parts) {
+    let principal = match service.authenticate(parts).await {
         Ok(p) => p,
         // Refused before anything is judged; the id goes back if the envelope has a readable one.
         Err(e) => {

@@ -18,6 +18,7 @@ pub mod http;
 pub mod jsonrpc;
 #[cfg(feature = "oidc")]
 pub mod oidc;
+pub mod operation;
 pub mod ops;
 pub mod page_token;
 pub mod ports;

@@ -9,7 +9,7 @@
 //! scopes (a `scope` string or an `scp` array) and the principal (a configurable claim, `sub` by
 //! default). Nothing here logs a token or a claim.
 //!
-//! Not wired to the bindings yet (issue 13 continues: flags, card schemes, RFC 6750 refusals).
+//! [`crate::auth::bearer`] turns this into an authentication scheme.
 
 use std::collections::BTreeSet;
 use std::str::FromStr;
@@ -49,7 +49,8 @@ pub struct OidcConfig {
     pub issuer: String,
     /// The JWKS URL; `None`: from the issuer's OpenID discovery document.
     pub jwks_url: Option<String>,
-    /// Audiences a token must name one of (never empty: a token for another API is refused).
+    /// Audiences a token must name one of. May be empty only when `client_ids` is not: tokens
+    /// without `aud` (Cognito access tokens) are then tied to this API by their client.
     pub audiences: Vec<String>,
     /// Client ids (`azp` / `client_id`) allowed; empty: any client of the issuer.
     pub client_ids: Vec<String>,
@@ -140,8 +141,8 @@ impl BearerVerifier {
     }
 
     fn build(config: OidcConfig, http: Option<reqwest::Client>, keys: Vec<SigningKey>) -> Result<Self, String> {
-        if config.audiences.is_empty() {
-            return Err("oidc: at least one allowed audience is required".into());
+        if config.audiences.is_empty() && config.client_ids.is_empty() {
+            return Err("oidc: an allowed audience or client id is required (a token for another API must be refused)".into());
         }
         let fetched = http.is_none().then(Instant::now);
         Ok(Self { config, http, keys: RwLock::new(Keys { keys, fetched }), fetching: tokio::sync::Mutex::new(()) })
@@ -150,7 +151,11 @@ impl BearerVerifier {
     /// Verifies `token` and checks that it carries the configured scopes and `extra_scopes`.
     pub async fn verify(&self, token: &str, extra_scopes: &[&str]) -> Result<Identity, Refusal> {
         let invalid = |why: &str| Refusal::InvalidToken(why.to_string());
-        let header = decode_header(token).map_err(|_| invalid("the token is not a well-formed JWT"))?;
+        let header = decode_header(token).map_err(|_| match declared_alg(token) {
+            // `none` and algorithms the library does not know are not `Algorithm`s at all.
+            Some(alg) => Refusal::InvalidToken(format!("tokens signed with {alg} are not accepted")),
+            None => invalid("the token is not a well-formed JWT"),
+        })?;
         let alg = header.alg;
         if !ACCEPTED.contains(&alg) {
             return Err(Refusal::InvalidToken(format!("tokens signed with {alg:?} are not accepted")));
@@ -160,8 +165,13 @@ impl BearerVerifier {
         validation.leeway = self.config.leeway.as_secs();
         validation.validate_nbf = true;
         validation.set_issuer(&[&self.config.issuer]);
-        validation.set_audience(&self.config.audiences);
-        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        if self.config.audiences.is_empty() {
+            validation.validate_aud = false;
+            validation.set_required_spec_claims(&["exp", "iss"]);
+        } else {
+            validation.set_audience(&self.config.audiences);
+            validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        }
         let claims = decode::<Map<String, Value>>(token, &key, &validation).map_err(|e| refusal(e.kind()))?.claims;
 
         let now = jsonwebtoken::get_current_timestamp();
@@ -291,6 +301,15 @@ fn parse_jwks(doc: &Value) -> Result<Vec<SigningKey>, String> {
             })
         })
         .collect())
+}
+
+/// The `alg` a token's header declares, when the header is JSON with a string `alg`.
+fn declared_alg(token: &str) -> Option<String> {
+    use base64::Engine;
+    let header = token.split('.').next()?;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(header.trim_end_matches('=')).ok()?;
+    let alg = serde_json::from_slice::<Value>(&raw).ok()?.get("alg")?.as_str()?.chars().take(16).collect();
+    Some(alg)
 }
 
 fn scopes(claims: &Map<String, Value>) -> BTreeSet<String> {
@@ -453,7 +472,7 @@ mod tests {
         let v = verifier(&[&s], |_| {});
         let body = B64.encode(claims(json!({})).to_string());
         let none = format!("{}.{body}.", B64.encode(r#"{"alg":"none","kid":"k1"}"#));
-        assert!(invalid(v.verify(&none, &[]).await).contains("well-formed"));
+        assert_eq!(invalid(v.verify(&none, &[]).await), "tokens signed with none are not accepted");
         // HMAC keyed with the public key's bytes: the classic confusion.
         let public = s.jwk.to_string();
         let mut header = Header::new(Algorithm::HS256);

@@ -120,6 +120,7 @@ pub(crate) fn log_error(err: &A2aError) {
 fn http_level_status(err: &A2aError) -> Option<StatusCode> {
     match err.kind {
         ErrorKind::Unauthenticated
+        | ErrorKind::PermissionDenied
         | ErrorKind::PayloadTooLarge
         | ErrorKind::ContentTypeNotSupported
         | ErrorKind::RequestTimeout => StatusCode::from_u16(err.spec().http_status).ok(),
@@ -127,12 +128,21 @@ fn http_level_status(err: &A2aError) -> Option<StatusCode> {
     }
 }
 
-/// The headers some refusals carry: `WWW-Authenticate` on 401, `Allow` on 405 (from the error's
-/// `allow` metadata).
+/// The headers some refusals carry: `WWW-Authenticate` on 401 (every 401, naming a scheme) and on
+/// 403 when the authenticator gave a challenge (RFC 6750 `insufficient_scope`), `Allow` on 405
+/// (from the error's `allow` metadata).
 fn with_refusal_headers(mut resp: HttpResponse, err: &A2aError) -> HttpResponse {
     match err.kind {
-        ErrorKind::Unauthenticated => {
-            resp.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("ApiKey"));
+        ErrorKind::Unauthenticated | ErrorKind::PermissionDenied => {
+            let headers = resp.headers_mut();
+            for challenge in &err.challenges {
+                if let Ok(value) = HeaderValue::from_str(challenge) {
+                    headers.append(header::WWW_AUTHENTICATE, value);
+                }
+            }
+            if err.kind == ErrorKind::Unauthenticated && !headers.contains_key(header::WWW_AUTHENTICATE) {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("ApiKey"));
+            }
         }
         ErrorKind::MethodNotAllowed => {
             if let Some(allow) = err.metadata.get("allow").and_then(|a| HeaderValue::from_str(a).ok()) {

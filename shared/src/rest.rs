@@ -101,7 +101,7 @@ fn match_segments(method: &Method, segs: &[String]) -> std::result::Result<Route
 }
 
 pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes) -> HttpResponse {
-    let outcome = match service.authenticate(parts) {
+    let outcome = match service.authenticate(parts).await {
         Ok(principal) => serve(service, parts, body, principal).await,
         Err(e) => Err(e),
     };

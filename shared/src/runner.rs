@@ -93,7 +93,7 @@ impl Runner {
             is_new_task: rec.task.history.len() <= 1,
             message,
             task: rec.task,
-            principal: Principal { id: rec.owner.clone(), authenticated: rec.owner != Principal::anonymous().id },
+            principal: Principal::owner(&rec.owner),
             cancel: cancel.clone(),
             extensions: run.extensions,
             run_id: format!("{task_id}/{}", run.turn),

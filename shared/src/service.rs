@@ -25,6 +25,10 @@ impl Default for Limits {
     }
 }
 
+/// The outcome of authenticating a request, kept in its extensions by the front that did it.
+#[derive(Debug, Clone)]
+pub struct Authenticated(pub Result<Principal>);
+
 #[derive(Clone)]
 pub struct Service {
     pub engine: Arc<Engine>,
@@ -64,9 +68,13 @@ impl Service {
     }
 
     /// Who is calling. The first check of every request: nothing else about a request is judged
-    /// (and reported) for a caller who is not known.
-    pub(crate) fn authenticate(&self, parts: &http::request::Parts) -> Result<Principal> {
-        self.engine.auth.authenticate(&parts.headers, parts.uri.query())
+    /// (and reported) for a caller who is not known. A front that authenticated the request already
+    /// (before reading its body) leaves the outcome in the request's extensions; it is not redone.
+    pub async fn authenticate(&self, parts: &http::request::Parts) -> Result<Principal> {
+        if let Some(Authenticated(outcome)) = parts.extensions.get::<Authenticated>() {
+            return outcome.clone();
+        }
+        self.engine.auth.authenticate(parts).await
     }
 
     /// The call context of an authenticated caller: the service parameters, with the card's required

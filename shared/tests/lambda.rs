@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::adapters::aws::{resources, AwsSettings};
+use a2a::auth::{AuthSettings, OidcSettings};
 use a2a::card::default_card;
 use a2a::executor::http::{HttpAgent, HttpAgentConfig};
 use a2a::executor::{AgentExecutor, EchoAgent};
@@ -63,6 +64,15 @@ async fn world_with(webhook: &str, push_attempts: u32) -> World {
 
 /// A world whose task runner runs `executor`.
 async fn world_running(webhook: &str, push_attempts: u32, executor: Arc<dyn AgentExecutor>) -> World {
+    world_from(webhook, push_attempts, executor, AuthSettings::default()).await
+}
+
+async fn world_from(
+    webhook: &str,
+    push_attempts: u32,
+    executor: Arc<dyn AgentExecutor>,
+    auth: AuthSettings,
+) -> World {
     let sdk = a2a::adapters::aws::sdk_config().await;
     let table = format!("fx-{}", uuid::Uuid::new_v4().simple());
     resources::ensure_table(&aws_sdk_dynamodb::Client::new(&sdk), &table, false).await.unwrap();
@@ -85,8 +95,7 @@ async fn world_running(webhook: &str, push_attempts: u32, executor: Arc<dyn Agen
         public_url: "https://agent.example.com".into(),
         card: default_card(),
         extended_card: None,
-        api_keys: None,
-        api_key_header: "X-API-Key".into(),
+        auth,
         webhook_allow: AllowList::parse(webhook).unwrap(),
         blocking_timeout: Duration::from_secs(10),
         push_timeout: Duration::from_secs(2),
@@ -383,4 +392,86 @@ async fn push_delivery_retries_with_growing_delays_then_dead_letters() {
         .collect();
     assert_eq!(seqs, [1, 2]);
     assert_eq!(hits.lock().len(), 6);
+}
+
+/// An HTTP fixture with its claims (`None`: no authorizer ran), path and route changed.
+fn with_claims(name: &str, claims: Option<Value>, method: &str, path: &str) -> lambda_http::Request {
+    let mut event: Value = serde_json::from_str(&fixture(name)).unwrap();
+    match claims {
+        Some(c) => event["requestContext"]["authorizer"] = json!({"jwt": {"claims": c, "scopes": null}}),
+        None => {
+            event["requestContext"].as_object_mut().unwrap().remove("authorizer");
+        }
+    }
+    event["rawPath"] = json!(path);
+    event["requestContext"]["http"]["method"] = json!(method);
+    event["requestContext"]["http"]["path"] = json!(path);
+    if method == "GET" {
+        event.as_object_mut().unwrap().remove("body");
+    }
+    lambda_http::request::from_str(&event.to_string()).unwrap()
+}
+
+async fn answer(deps: &Deps, endpoint: Endpoint, event: lambda_http::Request) -> (u16, Vec<String>, Value) {
+    let resp = handle(&deps.service, endpoint, event).await;
+    let status = resp.status().as_u16();
+    let challenges = resp.headers().get_all("www-authenticate").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    let body = match resp.into_body() {
+        lambda_http::Body::Text(t) => serde_json::from_str(&t).unwrap(),
+        _ => Value::Null,
+    };
+    (status, challenges, body)
+}
+
+/// Behind API Gateway's JWT authorizer (SAM `AuthMode: jwt`) the functions take the principal and
+/// scopes from the claims the gateway verified; a request that did not pass it is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jwt_authorizer_claims_are_the_principal() {
+    if !common::aws_available() {
+        return;
+    }
+    let auth = AuthSettings {
+        oidc: Some(OidcSettings {
+            issuer: "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_EXAMPLE".into(),
+            required_scopes: Some("a2a/call".into()),
+            token_url: Some("https://example.auth.us-east-1.amazoncognito.com/oauth2/token".into()),
+            verified_by_gateway: true,
+            ..Default::default()
+        }),
+        operation_scopes: Some("push=a2a/push".into()),
+        ..Default::default()
+    };
+    let w = world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), auth).await;
+    let fixture_name = "apigw-v2_send-message_jwt-authorizer.json";
+    let (status, _, body) = answer(&w.http, Endpoint::SendMessage, http_fixture(fixture_name)).await;
+    assert_eq!(status, 200, "{body}");
+    let task_id = body["task"]["id"].as_str().unwrap().to_string();
+    let claims: Value = serde_json::from_str::<Value>(&fixture(fixture_name)).unwrap()["requestContext"]["authorizer"]
+        ["jwt"]["claims"]
+        .clone();
+    let get = |claims: Option<Value>| with_claims(fixture_name, claims, "GET", &format!("/tasks/{task_id}"));
+
+    let (status, _, body) = answer(&w.http, Endpoint::GetTask, get(Some(claims.clone()))).await;
+    assert_eq!((status, body["id"].as_str()), (200, Some(task_id.as_str())));
+    // Another client's claims: another principal.
+    let mut other = claims.clone();
+    other["sub"] = json!("b0b");
+    assert_eq!(answer(&w.http, Endpoint::GetTask, get(Some(other))).await.0, 404);
+    // Not through the authorizer (a token, but no verified claims): refused, challenged.
+    let (status, challenges, body) = answer(&w.http, Endpoint::GetTask, get(None)).await;
+    assert_eq!(status, 401);
+    assert_eq!(challenges.len(), 1);
+    assert!(challenges[0].starts_with(r#"Bearer realm="a2a", error="invalid_token""#), "{challenges:?}");
+    assert_eq!(body["error"]["details"][0]["reason"], "UNAUTHENTICATED");
+    // Claims without the scope every request needs; then the per-operation scope.
+    let mut narrow = claims.clone();
+    narrow["scope"] = json!("a2a/other");
+    let (status, challenges, _) = answer(&w.http, Endpoint::GetTask, get(Some(narrow))).await;
+    assert_eq!((status, challenges[0].as_str()), (403, r#"Bearer realm="a2a", error="insufficient_scope", scope="a2a/call""#));
+    let mut create = with_claims(fixture_name, Some(claims), "POST", &format!("/tasks/{task_id}/pushNotificationConfigs"));
+    *create.body_mut() = lambda_http::Body::Text(json!({"url": "https://93.184.216.34/a2a"}).to_string());
+    let (status, challenges, body) = answer(&w.http, Endpoint::CreatePushConfig, create).await;
+    assert_eq!(status, 403, "{body}");
+    assert_eq!(challenges, [r#"Bearer realm="a2a", error="insufficient_scope", scope="a2a/push""#]);
+    assert_eq!(body["error"]["status"], "PERMISSION_DENIED");
 }

@@ -262,3 +262,27 @@ def test_example_agents_are_callable_only_by_the_task_runner():
     # No resource-based permission opens the agents to anyone else.
     assert not [r for r in RESOURCES.values() if r["Type"] == "AWS::Lambda::Permission"
                 and r["Properties"]["FunctionName"] in ({"Ref": n} for n in agents)]
+
+
+def test_jwt_mode_puts_the_authorizer_on_every_protocol_route_and_keeps_the_card_public():
+    auth = RESOURCES["JwtAuthorizer"]
+    assert auth["Condition"] == "UseJwtAuthorizer"
+    assert auth["Properties"]["AuthorizerType"] == "JWT"
+    assert auth["Properties"]["IdentitySource"] == ["$request.header.Authorization"]
+    assert auth["Properties"]["JwtConfiguration"]["Issuer"] == {"Ref": "OidcIssuer"}
+    assert set(TEMPLATE["Parameters"]["AuthMode"]["AllowedValues"]) == {"api-key", "jwt", "oidc", "none"}
+    for res in RESOURCES.values():
+        if res["Type"] != "AWS::ApiGatewayV2::Route":
+            continue
+        props = res["Properties"]
+        if "well-known" in props["RouteKey"]:
+            assert "AuthorizerId" not in props and "AuthorizationType" not in props, props["RouteKey"]
+        else:
+            assert props["AuthorizationType"] == {"Fn::If": ["UseJwtAuthorizer", "JWT", "NONE"]}, props["RouteKey"]
+            assert props["AuthorizerId"]["Fn::If"][1] == {"Ref": "JwtAuthorizer"}, props["RouteKey"]
+    env = GLOBALS["Environment"]["Variables"]
+    assert env["OIDC_VERIFIED_BY_GATEWAY"] == {"Fn::If": ["UseJwtAuthorizer", "true", "false"]}
+    assert env["OIDC_ISSUER"] == {"Fn::If": ["UseBearer", {"Ref": "OidcIssuer"}, ""]}
+    # The streaming Function URL has no authorizer in front: it verifies tokens itself.
+    stream = RESOURCES["HttpStreamFunction"]["Properties"]["Environment"]["Variables"]
+    assert stream["OIDC_VERIFIED_BY_GATEWAY"] == "false"

@@ -68,12 +68,8 @@ struct Args {
     /// Public base URL clients use (default: http://<addr>).
     #[arg(long, env = "A2A_PUBLIC_URL")]
     public_url: Option<String>,
-    /// API keys as `principal:key,...`; enables API-key authentication.
-    #[arg(long, env = "A2A_API_KEYS", hide_env_values = true)]
-    api_keys: Option<String>,
-    /// Header that carries the API key.
-    #[arg(long, env = "A2A_API_KEY_HEADER", default_value = DEFAULT_API_KEY_HEADER)]
-    api_key_header: String,
+    #[command(flatten)]
+    auth: AuthArgs,
     /// Longest wait of a blocking SendMessage, in seconds.
     #[arg(long, env = "A2A_BLOCKING_TIMEOUT", default_value_t = 60)]
     blocking_timeout: u64,
@@ -123,6 +119,71 @@ struct Args {
     log_format: LogFormat,
 }
 
+/// Authentication: API keys and/or OAuth 2.0 bearer tokens (README "Authentication").
+#[derive(Debug, clap::Args)]
+struct AuthArgs {
+    /// API keys as `principal:key,...`; enables API-key authentication.
+    #[arg(long, env = "A2A_API_KEYS", hide_env_values = true)]
+    api_keys: Option<String>,
+    /// Header that carries the API key.
+    #[arg(long, env = "A2A_API_KEY_HEADER", default_value = DEFAULT_API_KEY_HEADER)]
+    api_key_header: String,
+    /// OpenID provider whose bearer tokens (JWT access tokens) are accepted: the `iss` they carry;
+    /// keys by OpenID discovery unless --oidc-jwks-url is given.
+    #[arg(long, env = "OIDC_ISSUER")]
+    oidc_issuer: Option<String>,
+    /// The issuer's JWKS URL (skips discovery).
+    #[arg(long, env = "OIDC_JWKS_URL", requires = "oidc_issuer")]
+    oidc_jwks_url: Option<String>,
+    /// Audiences a token must name one of (`aud`), comma-separated.
+    #[arg(long, env = "OIDC_AUDIENCES", requires = "oidc_issuer")]
+    oidc_audiences: Option<String>,
+    /// Clients allowed (`azp` / `client_id`), comma-separated; with no audience, required.
+    #[arg(long, env = "OIDC_CLIENT_IDS", requires = "oidc_issuer")]
+    oidc_client_ids: Option<String>,
+    /// Scopes every request's token needs, space- or comma-separated.
+    #[arg(long, env = "OIDC_REQUIRED_SCOPES", requires = "oidc_issuer")]
+    oidc_required_scopes: Option<String>,
+    /// The claim that names the principal (default `sub`).
+    #[arg(long, env = "OIDC_PRINCIPAL_CLAIM", requires = "oidc_issuer")]
+    oidc_principal_claim: Option<String>,
+    /// The provider's token endpoint, declared in the card's OAuth 2.0 client-credentials flow.
+    #[arg(long, env = "OIDC_TOKEN_URL", requires = "oidc_issuer")]
+    oidc_token_url: Option<String>,
+    /// Clock skew tolerated on a token's `exp`, `nbf` and `iat`, in seconds.
+    #[arg(long, env = "OIDC_LEEWAY_SECONDS", default_value_t = 60, requires = "oidc_issuer")]
+    oidc_leeway_secs: u64,
+    /// Scopes per operation: `OP=scope scope,OP=scope`, OP a 1.0 method name (SendMessage, ...),
+    /// `push` (the four push-config operations) or `*`.
+    #[arg(long, env = "A2A_OPERATION_SCOPES", requires = "oidc_issuer")]
+    operation_scopes: Option<String>,
+    /// Scopes the card declares per skill: `skill=scope scope,...`.
+    #[arg(long, env = "A2A_SKILL_SCOPES", requires = "oidc_issuer")]
+    skill_scopes: Option<String>,
+}
+
+impl AuthArgs {
+    fn settings(&self) -> auth::AuthSettings {
+        auth::AuthSettings {
+            api_keys: self.api_keys.clone(),
+            api_key_header: Some(self.api_key_header.clone()),
+            oidc: self.oidc_issuer.clone().map(|issuer| auth::OidcSettings {
+                issuer,
+                jwks_url: self.oidc_jwks_url.clone(),
+                audiences: self.oidc_audiences.clone(),
+                client_ids: self.oidc_client_ids.clone(),
+                required_scopes: self.oidc_required_scopes.clone(),
+                principal_claim: self.oidc_principal_claim.clone(),
+                token_url: self.oidc_token_url.clone(),
+                leeway_secs: Some(self.oidc_leeway_secs),
+                verified_by_gateway: false,
+            }),
+            operation_scopes: self.operation_scopes.clone(),
+            skill_scopes: self.skill_scopes.clone(),
+        }
+    }
+}
+
 fn main() -> Result<(), String> {
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
@@ -137,7 +198,7 @@ fn main() -> Result<(), String> {
     };
     let choice = AgentChoice::parse(args.agent.as_deref(), args.agent_url.as_deref()).map_err(|e| e.message)?;
     let extended_card = args.extended_card.as_ref().map(read).transpose()?;
-    let auth = auth::from_spec(args.api_keys.as_deref(), &args.api_key_header).map_err(|e| e.message)?;
+    let auth = args.auth.settings().build().map_err(|e| e.message)?;
     let webhook_allow = AllowList::parse(&args.webhook_allow).map_err(|e| e.message)?;
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     if args.create_resources_only {

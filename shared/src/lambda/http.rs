@@ -12,8 +12,10 @@ use futures::StreamExt;
 use http::Method;
 use http_body_util::StreamBody;
 use hyper::body::Frame;
-use lambda_http::{Body as LambdaBody, Request, Response};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body as LambdaBody, Request, RequestExt, Response};
 
+use crate::auth::GatewayClaims;
 use crate::card::{LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
 use crate::error::{A2aError, ErrorKind};
 use crate::http::{binding_of, jsonrpc_error_response, rest_error, Binding, Body, HttpResponse, Service};
@@ -64,8 +66,14 @@ pub fn endpoint_of(method: &Method, path: &str) -> Option<Endpoint> {
 }
 
 /// Turns a Lambda HTTP event into the engine's request type.
+/// Claims API Gateway's JWT authorizer verified travel on as [`GatewayClaims`] in the request's
+/// extensions (never as headers, which a client could forge).
 pub fn to_request(event: Request) -> http::Request<Bytes> {
-    let (parts, body) = event.into_parts();
+    let claims = gateway_claims(&event);
+    let (mut parts, body) = event.into_parts();
+    if let Some(claims) = claims {
+        parts.extensions.insert(claims);
+    }
     let bytes = match body {
         LambdaBody::Empty => Bytes::new(),
         LambdaBody::Text(t) => Bytes::from(t),
@@ -73,6 +81,13 @@ pub fn to_request(event: Request) -> http::Request<Bytes> {
         _ => Bytes::new(),
     };
     http::Request::from_parts(parts, bytes)
+}
+
+/// The claims of the JWT authorizer of an HTTP API (payload format 2.0), if it ran.
+fn gateway_claims(event: &Request) -> Option<GatewayClaims> {
+    let RequestContext::ApiGatewayV2(ctx) = event.request_context_ref()? else { return None };
+    let jwt = ctx.authorizer.as_ref()?.jwt.as_ref()?;
+    Some(GatewayClaims { claims: jwt.claims.clone(), scopes: jwt.scopes.clone().unwrap_or_default() })
 }
 
 /// Serves one event on a buffered function.

@@ -83,9 +83,8 @@ pub struct LambdaSettings {
     pub public_url: String,
     pub card: crate::types::AgentCard,
     pub extended_card: Option<crate::types::AgentCard>,
-    /// `principal:key,...` for API-key authentication; anonymous when unset.
-    pub api_keys: Option<String>,
-    pub api_key_header: String,
+    /// API keys and/or bearer tokens; anonymous when none is set.
+    pub auth: auth::AuthSettings,
     pub webhook_allow: AllowList,
     /// Longest wait of a blocking SendMessage (under API Gateway's 29 s).
     pub blocking_timeout: Duration,
@@ -98,8 +97,8 @@ impl LambdaSettings {
     /// `default_card`: the card file used when neither `A2A_CARD_JSON` nor `A2A_CARD` is set. Reads
     /// `TABLE_NAME`, `TASK_QUEUE_URL`, `PUSH_QUEUE_URL`, `PAGE_TOKEN_SECRET`,
     /// `PUSH_MAX_ATTEMPTS`, `TASK_TTL_SECONDS` (see [`AwsSettings`]); `A2A_PUBLIC_URL`, `A2A_CARD`
-    /// (a file) or `A2A_CARD_JSON`, `A2A_EXTENDED_CARD` or `A2A_EXTENDED_CARD_JSON`, `A2A_API_KEYS`,
-    /// `A2A_API_KEY_HEADER`, `WEBHOOK_ALLOW`, `BLOCKING_TIMEOUT_SECS` (25), `PUSH_TIMEOUT_SECS` (10),
+    /// (a file) or `A2A_CARD_JSON`, `A2A_EXTENDED_CARD` or `A2A_EXTENDED_CARD_JSON`, the
+    /// authentication variables of [`auth::AuthSettings::from_vars`], `WEBHOOK_ALLOW`, `BLOCKING_TIMEOUT_SECS` (25), `PUSH_TIMEOUT_SECS` (10),
     /// `EDGE_URL` with `EDGE_PUBLISH_SECRET`.
     pub fn from_env(default_card: &str) -> Result<Self> {
         let card_from = |json: &str, path: &str| -> Result<Option<crate::types::AgentCard>> {
@@ -119,8 +118,7 @@ impl LambdaSettings {
                 None => crate::card::parse_card_file(default_card)?,
             },
             extended_card: card_from("A2A_EXTENDED_CARD_JSON", "A2A_EXTENDED_CARD")?,
-            api_keys: env("A2A_API_KEYS"),
-            api_key_header: env("A2A_API_KEY_HEADER").unwrap_or_else(|| auth::DEFAULT_API_KEY_HEADER.into()),
+            auth: auth::AuthSettings::from_vars(env),
             webhook_allow: AllowList::parse(&env("WEBHOOK_ALLOW").unwrap_or_default())?,
             blocking_timeout: secs("BLOCKING_TIMEOUT_SECS", 25),
             push_timeout: secs("PUSH_TIMEOUT_SECS", 10),
@@ -169,7 +167,8 @@ impl Deps {
             None => Arc::new(Unconfigured("PUSH_QUEUE_URL")),
         };
         let deliverer = Arc::new(Deliverer::new(settings.webhook_allow.clone(), settings.push_timeout)?);
-        let authenticator = auth::from_spec(settings.api_keys.as_deref(), &settings.api_key_header)?;
+        // Built once per container: a bearer verifier's keys stay cached across invocations.
+        let authenticator = settings.auth.build()?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let abilities = ServerAbilities { streaming: true, push_notifications: true };
         let card = CardService::new(

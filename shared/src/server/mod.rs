@@ -32,7 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{A2aError, ErrorKind};
 use crate::http::{Body, Service};
-use crate::service::{binding_of, Binding};
+use crate::service::{binding_of, Authenticated, Binding};
 
 type OutBody = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -113,21 +113,23 @@ async fn serve_one(
     req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<OutBody>, Infallible> {
     let both_lengths = framing.next_request_has_both_lengths();
-    let (parts, body) = req.into_parts();
+    let (mut parts, body) = req.into_parts();
     let path = parts.uri.path().to_string();
     if let Some((status, err)) = framing_error(&parts.headers, both_lengths) {
         return Ok(refusal(&path, &err, status));
     }
     // A caller the service will refuse does not get to send a large body first.
     let mut max_body = service.limits.max_body;
-    if service.authenticate(&parts).is_err() {
+    let outcome = service.authenticate(&parts).await;
+    if let Err(err) = &outcome {
         let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
         if declared.is_none_or(|n| n > UNAUTHENTICATED_BODY) && has_body(&parts) {
-            let err = service.authenticate(&parts).err().unwrap_or_else(|| A2aError::unauthenticated("refused"));
-            return Ok(refusal(&path, &err, StatusCode::UNAUTHORIZED));
+            let status = StatusCode::from_u16(err.spec().http_status).unwrap_or(StatusCode::UNAUTHORIZED);
+            return Ok(refusal(&path, err, status));
         }
         max_body = max_body.min(UNAUTHENTICATED_BODY);
     }
+    parts.extensions.insert(Authenticated(outcome));
     let read = tokio::time::timeout(limits.body_timeout, Limited::new(body, max_body).collect()).await;
     let bytes = match read {
         Ok(Ok(collected)) => collected.to_bytes(),

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a::auth::{Anonymous, ApiKeyAuth, Authenticator};
+use a2a::auth::{AuthSettings, Authenticator};
 use a2a::card::default_card;
 use a2a::embedded::{start, Embedded, EmbeddedConfig};
 use a2a::engine::EngineConfig;
@@ -23,6 +23,8 @@ pub struct Agent {
 #[derive(Default)]
 pub struct Setup {
     pub api_keys: Option<&'static str>,
+    /// Another authenticator (wins over `api_keys`).
+    pub auth: Option<Arc<dyn Authenticator>>,
     pub extended: bool,
     pub card: Option<AgentCard>,
     pub max_body: Option<usize>,
@@ -36,9 +38,9 @@ pub async fn agent() -> Agent {
 }
 
 pub async fn agent_with(setup: Setup) -> Agent {
-    let auth: Arc<dyn Authenticator> = match setup.api_keys {
-        Some(spec) => Arc::new(ApiKeyAuth::new("X-API-Key", ApiKeyAuth::parse_pairs(spec)).unwrap()),
-        None => Arc::new(Anonymous),
+    let auth: Arc<dyn Authenticator> = match setup.auth {
+        Some(auth) => auth,
+        None => AuthSettings { api_keys: setup.api_keys.map(String::from), ..Default::default() }.build().unwrap(),
     };
     let mut conformance = ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock));
     conformance.long_task = Duration::from_millis(1500);
