@@ -1,5 +1,6 @@
 -- Blocking JSON-RPC SendMessage with a unique messageId per request. With FILL (environment) the
--- thread stops after that many answers (filling the store to a size); FILL_PREFIX keeps ids apart.
+-- thread stops after that many answers (filling the store to a size); FILL_PREFIX keeps ids apart;
+-- AUTHORIZATION is sent as the Authorization header (a bearer token).
 local counter = 0
 local done = 0
 local thread_id = 0
@@ -13,6 +14,10 @@ function init(args)
   wrk.method = "POST"
   wrk.headers["Content-Type"] = "application/json"
   wrk.headers["A2A-Version"] = "1.0"
+  local authorization = os.getenv("AUTHORIZATION")
+  if authorization then
+    wrk.headers["Authorization"] = authorization
+  end
 end
 function request()
   counter = counter + 1

@@ -126,9 +126,7 @@ impl ErrorKind {
                 s(-32009, 400, "UNIMPLEMENTED", "VERSION_NOT_SUPPORTED", "Version not supported")
             }
             Self::Unauthenticated => s(-32010, 401, "UNAUTHENTICATED", "UNAUTHENTICATED", "Authentication required"),
-            Self::PermissionDenied => {
-                s(-32012, 403, "PERMISSION_DENIED", "PERMISSION_DENIED", "Permission denied")
-            }
+            Self::PermissionDenied => s(-32012, 403, "PERMISSION_DENIED", "PERMISSION_DENIED", "Permission denied"),
             Self::PayloadTooLarge => {
                 s(-32600, 413, "RESOURCE_EXHAUSTED", "PAYLOAD_TOO_LARGE", "Request body too large")
             }

@@ -142,7 +142,9 @@ impl BearerVerifier {
 
     fn build(config: OidcConfig, http: Option<reqwest::Client>, keys: Vec<SigningKey>) -> Result<Self, String> {
         if config.audiences.is_empty() && config.client_ids.is_empty() {
-            return Err("oidc: an allowed audience or client id is required (a token for another API must be refused)".into());
+            return Err(
+                "oidc: an allowed audience or client id is required (a token for another API must be refused)".into()
+            );
         }
         let fetched = http.is_none().then(Instant::now);
         Ok(Self { config, http, keys: RwLock::new(Keys { keys, fetched }), fetching: tokio::sync::Mutex::new(()) })
@@ -498,9 +500,23 @@ mod tests {
     }
 
     #[test]
-    fn an_audience_is_required() {
+    fn an_audience_or_a_client_is_required() {
         assert!(BearerVerifier::with_keys(OidcConfig::new(ISS, vec![]), &json!({"keys": []})).is_err());
         assert!(BearerVerifier::new(OidcConfig::new(ISS, vec![])).is_err());
+    }
+
+    /// Cognito access tokens carry no `aud`: the allowed client ties them to this API.
+    #[tokio::test]
+    async fn without_audiences_the_client_decides() {
+        let s = p256("k1");
+        let v = verifier(&[&s], |c| {
+            c.audiences.clear();
+            c.client_ids = vec!["client-a".into()];
+        });
+        let no_aud = json!({"aud": null, "azp": null, "client_id": "client-a"});
+        assert_eq!(v.verify(&sign(&s, &claims(no_aud)), &[]).await.unwrap().client_id.as_deref(), Some("client-a"));
+        let other = json!({"aud": null, "azp": null, "client_id": "client-b"});
+        assert!(invalid(v.verify(&sign(&s, &claims(other)), &[]).await).contains("client"));
     }
 
     /// A tiny issuer on 127.0.0.1: discovery and a JWKS that can be swapped, counting JWKS fetches.

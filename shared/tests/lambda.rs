@@ -67,12 +67,7 @@ async fn world_running(webhook: &str, push_attempts: u32, executor: Arc<dyn Agen
     world_from(webhook, push_attempts, executor, AuthSettings::default()).await
 }
 
-async fn world_from(
-    webhook: &str,
-    push_attempts: u32,
-    executor: Arc<dyn AgentExecutor>,
-    auth: AuthSettings,
-) -> World {
+async fn world_from(webhook: &str, push_attempts: u32, executor: Arc<dyn AgentExecutor>, auth: AuthSettings) -> World {
     let sdk = a2a::adapters::aws::sdk_config().await;
     let table = format!("fx-{}", uuid::Uuid::new_v4().simple());
     resources::ensure_table(&aws_sdk_dynamodb::Client::new(&sdk), &table, false).await.unwrap();
@@ -415,7 +410,8 @@ fn with_claims(name: &str, claims: Option<Value>, method: &str, path: &str) -> l
 async fn answer(deps: &Deps, endpoint: Endpoint, event: lambda_http::Request) -> (u16, Vec<String>, Value) {
     let resp = handle(&deps.service, endpoint, event).await;
     let status = resp.status().as_u16();
-    let challenges = resp.headers().get_all("www-authenticate").iter().map(|v| v.to_str().unwrap().to_string()).collect();
+    let challenges =
+        resp.headers().get_all("www-authenticate").iter().map(|v| v.to_str().unwrap().to_string()).collect();
     let body = match resp.into_body() {
         lambda_http::Body::Text(t) => serde_json::from_str(&t).unwrap(),
         _ => Value::Null,
@@ -467,8 +463,12 @@ async fn jwt_authorizer_claims_are_the_principal() {
     let mut narrow = claims.clone();
     narrow["scope"] = json!("a2a/other");
     let (status, challenges, _) = answer(&w.http, Endpoint::GetTask, get(Some(narrow))).await;
-    assert_eq!((status, challenges[0].as_str()), (403, r#"Bearer realm="a2a", error="insufficient_scope", scope="a2a/call""#));
-    let mut create = with_claims(fixture_name, Some(claims), "POST", &format!("/tasks/{task_id}/pushNotificationConfigs"));
+    assert_eq!(
+        (status, challenges[0].as_str()),
+        (403, r#"Bearer realm="a2a", error="insufficient_scope", scope="a2a/call""#)
+    );
+    let mut create =
+        with_claims(fixture_name, Some(claims), "POST", &format!("/tasks/{task_id}/pushNotificationConfigs"));
     *create.body_mut() = lambda_http::Body::Text(json!({"url": "https://93.184.216.34/a2a"}).to_string());
     let (status, challenges, body) = answer(&w.http, Endpoint::CreatePushConfig, create).await;
     assert_eq!(status, 403, "{body}");

@@ -14,8 +14,8 @@ use crate::error::{A2aError, Result};
 use crate::oidc::{BearerVerifier, OidcConfig, Refusal};
 use crate::operation::Operation;
 use crate::types::{
-    ClientCredentialsOAuthFlow, HttpAuthSecurityScheme, OAuth2SecurityScheme, OAuthFlows,
-    OpenIdConnectSecurityScheme, SecurityScheme,
+    ClientCredentialsOAuthFlow, HttpAuthSecurityScheme, OAuth2SecurityScheme, OAuthFlows, OpenIdConnectSecurityScheme,
+    SecurityScheme,
 };
 
 const REALM: &str = "a2a";
@@ -42,7 +42,8 @@ impl BearerAuth {
             return Err(bad("the issuer (--oidc-issuer / OIDC_ISSUER) is required".into()));
         }
         let required_scopes = list(settings.required_scopes.as_deref());
-        let principal_claim = settings.principal_claim.clone().filter(|c| !c.is_empty()).unwrap_or_else(|| "sub".into());
+        let principal_claim =
+            settings.principal_claim.clone().filter(|c| !c.is_empty()).unwrap_or_else(|| "sub".into());
         let verifier = if settings.verified_by_gateway {
             None
         } else {
@@ -220,4 +221,100 @@ pub(crate) fn insufficient_scope(scope: &str) -> A2aError {
         "Bearer realm=\"{REALM}\", error=\"insufficient_scope\", scope=\"{}\"",
         quoted(scope)
     )])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::AuthSettings;
+
+    fn settings(gateway: bool) -> OidcSettings {
+        OidcSettings {
+            issuer: "https://issuer.test".into(),
+            audiences: Some("https://agent.test".into()),
+            required_scopes: Some("a2a.call".into()),
+            token_url: Some("https://issuer.test/token".into()),
+            verified_by_gateway: gateway,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn the_card_declares_discovery_the_client_credentials_flow_and_per_skill_scopes() {
+        let auth = AuthSettings {
+            oidc: Some(settings(false)),
+            operation_scopes: Some("push=a2a.push".into()),
+            skill_scopes: Some("summarize=a2a.summarize".into()),
+            ..Default::default()
+        }
+        .build()
+        .unwrap();
+        let card = auth.card_security();
+        let json = serde_json::to_value(&card.schemes).unwrap();
+        assert_eq!(
+            json["oidc"]["openIdConnectSecurityScheme"]["openIdConnectUrl"],
+            "https://issuer.test/.well-known/openid-configuration"
+        );
+        let flow = &json["oauth2"]["oauth2SecurityScheme"]["flows"]["clientCredentials"];
+        assert_eq!(flow["tokenUrl"], "https://issuer.test/token");
+        assert_eq!(flow["scopes"]["a2a.call"], "Required for every request");
+        assert!(flow["scopes"]["a2a.push"].as_str().unwrap().contains("DeleteTaskPushNotificationConfig"));
+        assert_eq!(flow["scopes"]["a2a.summarize"], "Required for skill summarize");
+        assert_eq!(
+            card.requirements,
+            vec![requirement(OIDC, &["a2a.call".into()]), requirement(OAUTH2, &["a2a.call".into()])]
+        );
+        let skill = &card.skills["summarize"];
+        assert_eq!(skill[0], requirement(OIDC, &["a2a.call".into(), "a2a.summarize".into()]));
+        // An explicit JWKS and no token URL: plain HTTP bearer.
+        let plain = BearerAuth::new(&OidcSettings {
+            jwks_url: Some("https://issuer.test/keys".into()),
+            token_url: None,
+            ..settings(false)
+        })
+        .unwrap();
+        let mut card = CardSecurity::default();
+        plain.declare(&mut card, &BTreeMap::new(), &BTreeMap::new());
+        assert!(
+            matches!(&card.schemes[BEARER], SecurityScheme::HttpAuthSecurityScheme(h) if h.scheme == "Bearer" && h.bearer_format == "JWT")
+        );
+    }
+
+    #[tokio::test]
+    async fn gateway_claims_name_the_principal_and_its_scopes() {
+        let auth = BearerAuth::new(&settings(true)).unwrap();
+        let mut req = http::Request::builder().uri("/").body(()).unwrap().into_parts().0;
+        assert!(auth.authenticate(&req).await.is_none(), "no token, no claims: not this scheme");
+        let claims = |scope: &str| GatewayClaims {
+            claims: [("sub".to_string(), "alice".to_string()), ("scp".to_string(), format!("[{scope}]"))].into(),
+            scopes: Vec::new(),
+        };
+        req.extensions.insert(claims("a2a.call a2a.push"));
+        let principal = auth.authenticate(&req).await.unwrap().unwrap();
+        assert_eq!(principal.id, "alice");
+        assert!(principal.grants.allows("a2a.push") && !principal.grants.allows("a2a.admin"));
+        req.extensions.insert(claims("a2a.other"));
+        let refused = auth.authenticate(&req).await.unwrap().unwrap_err();
+        assert_eq!(refused.kind, crate::ErrorKind::PermissionDenied);
+        assert_eq!(refused.challenges, [r#"Bearer realm="a2a", error="insufficient_scope", scope="a2a.call""#]);
+    }
+
+    #[test]
+    fn challenges_quote_safely() {
+        let err = invalid_token("a \"quoted\" \\ reason\n");
+        assert_eq!(
+            err.challenges,
+            [r#"Bearer realm="a2a", error="invalid_token", error_description="a quoted  reason""#]
+        );
+        assert_eq!(
+            bearer_token(
+                &http::Request::builder().header("authorization", "bearer  t0k ").body(()).unwrap().into_parts().0
+            ),
+            Some("t0k")
+        );
+        assert_eq!(
+            bearer_token(&http::Request::builder().header("authorization", "Basic x").body(()).unwrap().into_parts().0),
+            None
+        );
+    }
 }

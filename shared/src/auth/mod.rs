@@ -187,7 +187,8 @@ impl AuthSettings {
                 principal_claim: var("OIDC_PRINCIPAL_CLAIM"),
                 token_url: var("OIDC_TOKEN_URL"),
                 leeway_secs: var("OIDC_LEEWAY_SECONDS").and_then(|v| v.trim().parse().ok()),
-                verified_by_gateway: var("OIDC_VERIFIED_BY_GATEWAY").is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
+                verified_by_gateway: var("OIDC_VERIFIED_BY_GATEWAY")
+                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
             }),
             operation_scopes: var("A2A_OPERATION_SCOPES"),
             skill_scopes: var("A2A_SKILL_SCOPES"),
@@ -197,7 +198,11 @@ impl AuthSettings {
 
 /// Splits a list given as `a,b` or `a b`.
 pub(crate) fn list(spec: Option<&str>) -> Vec<String> {
-    spec.unwrap_or("").split(|c: char| c == ',' || c.is_whitespace()).filter(|s| !s.is_empty()).map(String::from).collect()
+    spec.unwrap_or("")
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 /// Parses `NAME=scope scope,NAME=scope` into (name, scopes).
@@ -370,11 +375,44 @@ mod tests {
     }
 
     #[test]
+    fn settings_from_the_environment() {
+        let vars: HashMap<&str, &str> = [
+            ("A2A_API_KEYS", "ops:k"),
+            ("OIDC_ISSUER", "https://issuer.test"),
+            ("OIDC_CLIENT_IDS", "c1,c2"),
+            ("OIDC_LEEWAY_SECONDS", "5"),
+            ("OIDC_VERIFIED_BY_GATEWAY", "TRUE"),
+            ("A2A_OPERATION_SCOPES", "push=a2a.push"),
+        ]
+        .into();
+        let settings = AuthSettings::from_vars(|name| vars.get(name).map(|v| v.to_string()));
+        let oidc = settings.oidc.clone().unwrap();
+        assert_eq!((oidc.issuer.as_str(), oidc.client_ids.as_deref()), ("https://issuer.test", Some("c1,c2")));
+        assert_eq!((oidc.leeway_secs, oidc.verified_by_gateway), (Some(5), true));
+        assert!(settings.build().is_ok());
+        assert!(AuthSettings::from_vars(|_| None).build().unwrap().is_open());
+    }
+
+    #[test]
     fn scope_settings_are_checked_at_start() {
-        let bad = AuthSettings { api_keys: Some("a:k".into()), operation_scopes: Some("push=x".into()), ..Default::default() };
+        let bad = AuthSettings {
+            api_keys: Some("a:k".into()),
+            operation_scopes: Some("push=x".into()),
+            ..Default::default()
+        };
         assert!(bad.build().is_err(), "scopes without bearer tokens");
         assert!(scope_map("push", "x").is_err());
         assert!(scope_map("push=", "x").is_err());
         assert_eq!(scope_map("push=a b, GetTask=c", "x").unwrap()[0].1, vec!["a", "b"]);
+        let unknown = AuthSettings {
+            oidc: Some(OidcSettings {
+                issuer: "https://i.test".into(),
+                audiences: Some("a".into()),
+                ..Default::default()
+            }),
+            operation_scopes: Some("SendMesage=x".into()),
+            ..Default::default()
+        };
+        assert!(unknown.build().err().unwrap().message.contains("unknown operation \"SendMesage\""));
     }
 }
