@@ -266,6 +266,7 @@ impl AuthSettings {
             #[cfg(feature = "oidc")]
             bearer,
             operation_scopes,
+            #[cfg(feature = "oidc")]
             skill_scopes: skill_scopes.into_iter().collect(),
         }))
     }
@@ -277,6 +278,7 @@ pub struct Schemes {
     #[cfg(feature = "oidc")]
     bearer: Option<bearer::BearerAuth>,
     operation_scopes: BTreeMap<Operation, Vec<String>>,
+    #[cfg(feature = "oidc")]
     skill_scopes: BTreeMap<String, Vec<String>>,
 }
 
