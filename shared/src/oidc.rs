@@ -7,12 +7,14 @@
 //! family and declared `alg`), the registered claims (`iss`; `aud` among the allowed audiences; `exp`,
 //! `nbf`, `iat` with [`OidcConfig::leeway`]), the allowed client ids (`azp` or `client_id`), the
 //! scopes (a `scope` string or an `scp` array) and the principal (a configurable claim, `sub` by
-//! default). Nothing here logs a token or a claim.
+//! default). Verified tokens are cached by their SHA-256 until they expire, at most
+//! [`VERIFIED_TTL`]. Nothing here logs a token or a claim.
 //!
 //! [`crate::auth::bearer`] turns this into an authentication scheme.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use jsonwebtoken::jwk::{Jwk, PublicKeyUse};
@@ -20,11 +22,17 @@ use jsonwebtoken::{decode, decode_header, Algorithm, DecodingKey, Validation};
 use parking_lot::RwLock;
 use serde::Deserialize;
 use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
 
 /// The default least time between two key fetches caused by unknown key ids.
 pub const REFETCH_INTERVAL: Duration = Duration::from_secs(5);
 /// Keys older than this are fetched again before use (removed keys stop working).
 pub const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
+/// How long a verified token is taken on trust (unless it expires sooner): a key removed from the
+/// issuer's JWKS stops working for new tokens at once, for tokens seen before within this time.
+pub const VERIFIED_TTL: Duration = Duration::from_secs(60);
+/// Most verified tokens kept.
+const VERIFIED_MAX: usize = 10_000;
 /// Largest discovery document or JWKS accepted.
 const MAX_DOCUMENT: usize = 256 * 1024;
 const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -84,7 +92,7 @@ impl OidcConfig {
 pub struct Identity {
     pub principal: String,
     pub client_id: Option<String>,
-    pub scopes: BTreeSet<String>,
+    pub scopes: Arc<BTreeSet<String>>,
 }
 
 /// Why a token was refused, in RFC 6750's terms (the reason never quotes the token).
@@ -122,6 +130,15 @@ pub struct BearerVerifier {
     keys: RwLock<Keys>,
     /// Held while fetching, so that a burst of unknown key ids causes one fetch.
     fetching: tokio::sync::Mutex<()>,
+    /// Verified tokens by their SHA-256.
+    verified: RwLock<HashMap<[u8; 32], Verified>>,
+}
+
+struct Verified {
+    identity: Identity,
+    /// The token's `exp`.
+    exp: u64,
+    at: Instant,
 }
 
 impl BearerVerifier {
@@ -147,11 +164,56 @@ impl BearerVerifier {
             );
         }
         let fetched = http.is_none().then(Instant::now);
-        Ok(Self { config, http, keys: RwLock::new(Keys { keys, fetched }), fetching: tokio::sync::Mutex::new(()) })
+        Ok(Self {
+            config,
+            http,
+            keys: RwLock::new(Keys { keys, fetched }),
+            fetching: tokio::sync::Mutex::new(()),
+            verified: RwLock::new(HashMap::new()),
+        })
     }
 
-    /// Verifies `token` and checks that it carries the configured scopes and `extra_scopes`.
+    /// Verifies `token` and checks that it carries the configured scopes and `extra_scopes`. A token
+    /// verified before is taken from the cache of verified tokens until it expires (at most
+    /// [`VERIFIED_TTL`] after it was verified): clients send one token with many requests, and its
+    /// signature check would cost more than the rest of a small request.
     pub async fn verify(&self, token: &str, extra_scopes: &[&str]) -> Result<Identity, Refusal> {
+        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let now = jsonwebtoken::get_current_timestamp();
+        let cached = self.verified.read().get(&digest).filter(|v| now < v.exp && v.at.elapsed() < VERIFIED_TTL).map(|v| v.identity.clone());
+        let identity = match cached {
+            Some(identity) => identity,
+            None => {
+                let (identity, exp) = self.verify_signed(token).await?;
+                self.remember(digest, &identity, exp);
+                identity
+            }
+        };
+        let required = self.config.required_scopes.iter().map(String::as_str).chain(extra_scopes.iter().copied());
+        for scope in required {
+            if !identity.scopes.contains(scope) {
+                return Err(Refusal::InsufficientScope(scope.to_string()));
+            }
+        }
+        Ok(identity)
+    }
+
+    /// Keeps a verified token's identity until `exp`; a full cache first drops what expired, then
+    /// everything (bounded memory; a dropped entry only costs one more verification).
+    fn remember(&self, digest: [u8; 32], identity: &Identity, exp: u64) {
+        let mut verified = self.verified.write();
+        if verified.len() >= VERIFIED_MAX {
+            let now = jsonwebtoken::get_current_timestamp();
+            verified.retain(|_, v| now < v.exp && v.at.elapsed() < VERIFIED_TTL);
+            if verified.len() >= VERIFIED_MAX {
+                verified.clear();
+            }
+        }
+        verified.insert(digest, Verified { identity: identity.clone(), exp, at: Instant::now() });
+    }
+
+    /// The signature and claims of `token`; its identity and `exp`.
+    async fn verify_signed(&self, token: &str) -> Result<(Identity, u64), Refusal> {
         let invalid = |why: &str| Refusal::InvalidToken(why.to_string());
         let header = decode_header(token).map_err(|_| match declared_alg(token) {
             // `none` and algorithms the library does not know are not `Algorithm`s at all.
@@ -187,18 +249,12 @@ impl BearerVerifier {
         {
             return Err(invalid("the token's client (azp / client_id) is not allowed"));
         }
-        let scopes = scopes(&claims);
-        let required = self.config.required_scopes.iter().map(String::as_str).chain(extra_scopes.iter().copied());
-        for scope in required {
-            if !scopes.contains(scope) {
-                return Err(Refusal::InsufficientScope(scope.to_string()));
-            }
-        }
         let principal =
             claims.get(&self.config.principal_claim).and_then(Value::as_str).filter(|p| !p.is_empty()).ok_or_else(
                 || Refusal::InvalidToken(format!("the token has no {} claim", self.config.principal_claim)),
             )?;
-        Ok(Identity { principal: principal.to_string(), client_id, scopes })
+        let exp = claims.get("exp").and_then(Value::as_u64).unwrap_or(now);
+        Ok((Identity { principal: principal.to_string(), client_id, scopes: Arc::new(scopes(&claims)) }, exp))
     }
 
     async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Refusal> {
@@ -218,7 +274,10 @@ impl BearerVerifier {
                 Some(key) if fresh => return Ok(key),
                 _ if fetched.is_none_or(|t| t.elapsed() >= self.config.refetch_interval) => {
                     match self.fetch(http).await {
-                        Ok(keys) => *self.keys.write() = Keys { keys, fetched: Some(Instant::now()) },
+                        Ok(keys) => {
+                            tracing::info!(issuer = %self.config.issuer, keys = keys.len(), "oidc: signing keys fetched");
+                            *self.keys.write() = Keys { keys, fetched: Some(Instant::now()) };
+                        }
                         Err(why) => {
                             tracing::warn!(issuer = %self.config.issuer, "oidc: fetching the keys failed: {why}");
                             if let Some(key) = found {
@@ -428,7 +487,7 @@ mod tests {
             let id = v.verify(&sign(&s, &claims(json!({}))), &["a2a:send"]).await.unwrap();
             assert_eq!(id.principal, "client-a");
             assert_eq!(id.client_id.as_deref(), Some("client-a"));
-            assert_eq!(id.scopes, ["a2a:read", "a2a:send"].map(String::from).into());
+            assert_eq!(*id.scopes, ["a2a:read", "a2a:send"].map(String::from).into());
         }
         let s = ed25519("k1");
         let v = verifier(&[&s], |c| c.principal_claim = "client_id".into());
@@ -499,6 +558,22 @@ mod tests {
         assert_eq!(v.verify(&token, &["a2a:push"]).await, Err(Refusal::InsufficientScope("a2a:push".into())));
     }
 
+    /// A token seen before is not verified again, but its scopes are checked on every request and
+    /// it stops working when it expires.
+    #[tokio::test]
+    async fn verified_tokens_are_cached_until_they_expire() {
+        let s = p256("k1");
+        let v = verifier(&[&s], |c| c.leeway = Duration::ZERO);
+        let now = jsonwebtoken::get_current_timestamp();
+        let token = sign(&s, &claims(json!({"exp": now + 2})));
+        let first = v.verify(&token, &[]).await.unwrap();
+        assert_eq!(v.verified.read().len(), 1);
+        assert_eq!(v.verify(&token, &[]).await.unwrap(), first);
+        assert_eq!(v.verify(&token, &["a2a:push"]).await, Err(Refusal::InsufficientScope("a2a:push".into())));
+        tokio::time::sleep(Duration::from_millis(3100)).await;
+        assert_eq!(invalid(v.verify(&token, &[]).await), "the token has expired");
+    }
+
     #[test]
     fn an_audience_or_a_client_is_required() {
         assert!(BearerVerifier::with_keys(OidcConfig::new(ISS, vec![]), &json!({"keys": []})).is_err());
@@ -560,7 +635,8 @@ mod tests {
         config.refetch_interval = Duration::from_millis(300);
         let v = std::sync::Arc::new(BearerVerifier::new(config).unwrap());
         let token = |s: &Signer| sign(s, &claims(json!({"iss": base.clone()})));
-        v.verify(&token(&k1), &[]).await.unwrap();
+        let before = token(&k1);
+        v.verify(&before, &[]).await.unwrap();
         v.verify(&token(&k1), &[]).await.unwrap();
         assert_eq!(fetches.load(Ordering::SeqCst), 1, "keys are cached");
 
@@ -580,7 +656,10 @@ mod tests {
             task.await.unwrap().unwrap();
         }
         assert_eq!(fetches.load(Ordering::SeqCst), 2);
-        // The retired key no longer verifies.
-        assert!(invalid(v.verify(&token(&k1), &[]).await).contains("unknown"));
+        // The retired key no longer verifies new tokens; a token verified before stays trusted for
+        // at most VERIFIED_TTL.
+        let fresh = sign(&k1, &claims(json!({"iss": base.clone(), "jti": "after-rotation"})));
+        assert!(invalid(v.verify(&fresh, &[]).await).contains("unknown"));
+        v.verify(&before, &[]).await.unwrap();
     }
 }

@@ -120,8 +120,9 @@ def start_server(provider, backend, extra=()):
             pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
         args += ["--backend", "aws", "--create-resources"]
         os.environ["TABLE_NAME"] = f"oidc-{uuid.uuid4().hex[:12]}"
-    log = open(LOGS / f"a2a-local-oidc-{backend}-{uuid.uuid4().hex[:6]}.log", "w")
-    return a2a_local(args, log=log)
+    path = LOGS / f"a2a-local-oidc-{backend}-{uuid.uuid4().hex[:6]}.log"
+    base, proc = a2a_local(args, log=open(path, "w"))
+    return base, proc, path
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +134,7 @@ def provider(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=["memory", "aws"])
 def server(request, provider):
-    base, proc = start_server(provider, request.param)
+    base, proc, _ = start_server(provider, request.param)
     yield base
     stop(proc)
 
@@ -364,7 +365,11 @@ def test_scopes_globally_and_per_operation(server, provider):
 @pytest.mark.parametrize("backend", ["memory", "aws"])
 def test_key_rotation_while_the_server_runs(tmp_path, backend):
     provider = Provider(tmp_path)
-    base, proc = start_server(provider, backend)
+    os.environ["RUST_LOG"] = "debug"  # the most the server would ever log
+    try:
+        base, proc, log = start_server(provider, backend)
+    finally:
+        del os.environ["RUST_LOG"]
     try:
         old = provider.token("alice")
         assert rpc(base, "ListTasks", {}, old).status_code == 200
@@ -382,5 +387,12 @@ def test_key_rotation_while_the_server_runs(tmp_path, backend):
         assert resp.status_code == 200, resp.text
         # The old key is still published: its tokens still verify.
         assert rpc(base, "ListTasks", {}, old).status_code == 200
+        # Refused tokens are described, never quoted; nothing of a token reaches the log.
+        assert rpc(base, "ListTasks", {}, old[:-8] + "AAAAAAAA").status_code == 401
     finally:
         stop(proc, provider.proc)
+    text = log.read_text()
+    assert text.count("oidc: signing keys fetched") >= 2, "logging was on: the first fetch and the rotation's"
+    for token in (old, new):
+        for part in token.split("."):
+            assert part[:24] not in text

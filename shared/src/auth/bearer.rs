@@ -91,7 +91,7 @@ impl BearerAuth {
             Ok(identity) => Ok(Principal {
                 id: identity.principal,
                 authenticated: true,
-                grants: Grants::Scopes(Arc::new(identity.scopes)),
+                grants: Grants::Scopes(identity.scopes),
             }),
             Err(Refusal::InvalidToken(why)) => Err(invalid_token(&why)),
             Err(Refusal::InsufficientScope(scope)) => Err(insufficient_scope(&scope)),
