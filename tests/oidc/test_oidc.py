@@ -9,6 +9,7 @@ Needs $A2A_LOCAL_BIN, Node 22 on PATH, tests/oidc/node_modules (scripts/setup) a
 the moto variables scripts/test exports."""
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
@@ -178,14 +179,22 @@ async def test_card_declares_the_configured_schemes_and_the_sdk_reads_them(serve
     assert required == [{"oidc": ["a2a.call"]}, {"oauth2": ["a2a.call"]}, {"apiKey": []}]
 
 
+@contextlib.asynccontextmanager
+async def sdk_client(server, binding, scheme, token, streaming):
+    """The official client, resolving the card and authenticating by its declared `scheme` (the
+    SDK's AuthInterceptor) with `token`; yields (client, the call context naming the session)."""
+    store = InMemoryContextCredentialStore()
+    await store.set_credentials("session", scheme, token)
+    async with httpx.AsyncClient(timeout=30) as http:
+        config = ClientConfig(streaming=streaming, supported_protocol_bindings=[binding], httpx_client=http)
+        client = await ClientFactory(config).create_from_url(server, interceptors=[AuthInterceptor(store)])
+        yield client, ClientCallContext(state={"sessionId": "session"})
+
+
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 async def test_sdk_client_authenticates_from_the_card(server, provider, binding):
-    store = InMemoryContextCredentialStore()
-    await store.set_credentials("alice", "oidc", provider.token("alice", "a2a.call a2a.push"))
-    ctx = ClientCallContext(state={"sessionId": "alice"})
-    async with httpx.AsyncClient(timeout=30) as http:
-        config = ClientConfig(streaming=False, supported_protocol_bindings=[binding], httpx_client=http)
-        client = await ClientFactory(config).create_from_url(server, interceptors=[AuthInterceptor(store)])
+    token = provider.token("alice", "a2a.call a2a.push")
+    async with sdk_client(server, binding, "oidc", token, streaming=False) as (client, ctx):
         msg = pb.Message(message_id=f"m-{uuid.uuid4().hex}", role=pb.ROLE_USER, parts=[pb.Part(text="hi")])
         events = [e async for e in client.send_message(pb.SendMessageRequest(message=msg), context=ctx)]
         task = events[0].task
@@ -203,12 +212,7 @@ async def test_sdk_client_authenticates_from_the_card(server, provider, binding)
 
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 async def test_sdk_streams_with_a_token(server, provider, binding):
-    store = InMemoryContextCredentialStore()
-    await store.set_credentials("bob", "oauth2", provider.token("bob"))
-    ctx = ClientCallContext(state={"sessionId": "bob"})
-    async with httpx.AsyncClient(timeout=30) as http:
-        config = ClientConfig(streaming=True, supported_protocol_bindings=[binding], httpx_client=http)
-        client = await ClientFactory(config).create_from_url(server, interceptors=[AuthInterceptor(store)])
+    async with sdk_client(server, binding, "oauth2", provider.token("bob"), streaming=True) as (client, ctx):
         msg = pb.Message(message_id=f"tck-stream-ordering-{uuid.uuid4().hex}", role=pb.ROLE_USER, parts=[pb.Part(text="s")])
         events = [e async for e in client.send_message(pb.SendMessageRequest(message=msg), context=ctx)]
         assert events[-1].status_update.status.state == pb.TASK_STATE_COMPLETED
