@@ -180,7 +180,12 @@ impl BearerVerifier {
     pub async fn verify(&self, token: &str, extra_scopes: &[&str]) -> Result<Identity, Refusal> {
         let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let now = jsonwebtoken::get_current_timestamp();
-        let cached = self.verified.read().get(&digest).filter(|v| now < v.exp && v.at.elapsed() < VERIFIED_TTL).map(|v| v.identity.clone());
+        let cached = self
+            .verified
+            .read()
+            .get(&digest)
+            .filter(|v| now < v.exp && v.at.elapsed() < VERIFIED_TTL)
+            .map(|v| v.identity.clone());
         let identity = match cached {
             Some(identity) => identity,
             None => {

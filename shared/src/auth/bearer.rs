@@ -88,11 +88,9 @@ impl BearerAuth {
         };
         let token = token?;
         Some(match verifier.verify(token, &[]).await {
-            Ok(identity) => Ok(Principal {
-                id: identity.principal,
-                authenticated: true,
-                grants: Grants::Scopes(identity.scopes),
-            }),
+            Ok(identity) => {
+                Ok(Principal { id: identity.principal, authenticated: true, grants: Grants::Scopes(identity.scopes) })
+            }
             Err(Refusal::InvalidToken(why)) => Err(invalid_token(&why)),
             Err(Refusal::InsufficientScope(scope)) => Err(insufficient_scope(&scope)),
         })
