@@ -276,6 +276,57 @@ impl A2aError {
     }
 }
 
+/// Reading errors back (a client's side of the one mapping): the kind by the `ErrorInfo` reason
+/// when the error carries one, else by the JSON-RPC code or the HTTP status.
+impl A2aError {
+    /// A JSON-RPC `error` object.
+    pub fn from_jsonrpc(error: &Value) -> Self {
+        let code = error.get("code").and_then(Value::as_i64).unwrap_or(0);
+        let info = error.get("data").and_then(error_info_of);
+        let kind = info
+            .and_then(kind_by_reason)
+            .or_else(|| ErrorKind::ALL.iter().copied().find(|k| i64::from(k.spec().jsonrpc_code) == code))
+            .unwrap_or(ErrorKind::Internal);
+        Self::read_back(kind, error.get("message"), info).with("code", code.to_string())
+    }
+
+    /// An AIP-193 body (`{"error": {...}}`) with its HTTP status.
+    pub fn from_rest(status: u16, body: &Value) -> Self {
+        let error = body.get("error").unwrap_or(body);
+        let info = error.get("details").and_then(error_info_of);
+        let kind = info
+            .and_then(kind_by_reason)
+            .or_else(|| ErrorKind::ALL.iter().copied().find(|k| k.spec().http_status == status))
+            .unwrap_or(ErrorKind::Internal);
+        Self::read_back(kind, error.get("message"), info)
+    }
+
+    fn read_back(kind: ErrorKind, message: Option<&Value>, info: Option<&Value>) -> Self {
+        let message = message.and_then(Value::as_str).unwrap_or(kind.spec().message);
+        let mut err = Self::new(kind, message);
+        if let Some(meta) = info.and_then(|i| i.get("metadata")).and_then(Value::as_object) {
+            for (k, v) in meta {
+                err.metadata.insert(k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_string));
+            }
+        }
+        err
+    }
+}
+
+/// The `google.rpc.ErrorInfo` among error details (a list, or one object).
+fn error_info_of(details: &Value) -> Option<&Value> {
+    let is_info = |d: &&Value| d.get("@type").and_then(Value::as_str) == Some(ERROR_INFO_TYPE) || d.get("reason").is_some();
+    match details {
+        Value::Array(items) => items.iter().find(is_info),
+        one => Some(one).filter(is_info),
+    }
+}
+
+fn kind_by_reason(info: &Value) -> Option<ErrorKind> {
+    let reason = info.get("reason")?.as_str()?;
+    ErrorKind::ALL.iter().copied().find(|k| k.spec().reason == reason)
+}
+
 impl fmt::Display for A2aError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} ({}): {}", self.spec().reason, self.spec().jsonrpc_code, self.message)

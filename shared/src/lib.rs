@@ -9,6 +9,8 @@
 pub mod adapters;
 pub mod auth;
 pub mod card;
+#[cfg(feature = "client")]
+pub mod client;
 pub mod dispatch;
 pub mod edge;
 pub mod engine;

@@ -1,0 +1,397 @@
+//! `a2a`: talk to any A2A agent from a terminal or a script. Human output by default (live status on
+//! a terminal, artifacts as they stream, files saved to disk); `--json` prints the protocol objects
+//! one per line. Exit codes tell failure kinds apart (see [`Exit`]).
+// A command line's output is its interface: printing is what it is for (the workspace denies it
+// elsewhere, where logs go through tracing).
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+mod chat;
+mod output;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use a2a::client::{request, Binding, Client, ClientError, ClientOptions, Credentials, EventStream};
+use a2a::types::*;
+use base64::Engine;
+use clap::{Parser, Subcommand};
+use futures::StreamExt;
+
+use output::Out;
+
+/// Talk to an A2A agent.
+#[derive(Debug, Parser)]
+#[command(name = "a2a", version, about)]
+struct Cli {
+    /// Print protocol objects as JSON, one per line (for scripts).
+    #[arg(long, global = true)]
+    json: bool,
+    /// API key (sent in the header the card's apiKey scheme names, default X-API-Key).
+    #[arg(long, global = true, env = "A2A_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Bearer token.
+    #[arg(long, global = true, env = "A2A_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// OAuth 2.0 client id (client-credentials flow; token URL from the card unless --token-url).
+    #[arg(long, global = true, env = "A2A_CLIENT_ID")]
+    client_id: Option<String>,
+    #[arg(long, global = true, env = "A2A_CLIENT_SECRET", hide_env_values = true)]
+    client_secret: Option<String>,
+    /// Scopes to ask for, space-separated.
+    #[arg(long, global = true, env = "A2A_SCOPES")]
+    scopes: Option<String>,
+    #[arg(long, global = true, env = "A2A_TOKEN_URL")]
+    token_url: Option<String>,
+    /// JSONRPC or HTTP+JSON (default: the card's first).
+    #[arg(long, global = true, env = "A2A_BINDING")]
+    binding: Option<Binding>,
+    /// Seconds to wait for an answer (streams: for each event).
+    #[arg(long, global = true, default_value_t = 120)]
+    timeout: u64,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Show the agent card.
+    Card { url: String },
+    /// Send a message: a new task, or a follow-up with --task.
+    Send {
+        url: String,
+        text: String,
+        /// Stream the task's events as they happen.
+        #[arg(long)]
+        stream: bool,
+        /// Continue this task.
+        #[arg(long)]
+        task: Option<String>,
+        /// Within this context.
+        #[arg(long)]
+        context: Option<String>,
+        /// Attach a file (sent inline).
+        #[arg(long)]
+        file: Vec<PathBuf>,
+        /// Attach structured data (JSON).
+        #[arg(long)]
+        data: Option<String>,
+        /// Return as soon as the task exists (returnImmediately).
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// Show a task.
+    Get {
+        url: String,
+        task: String,
+        #[arg(long)]
+        history: Option<i32>,
+    },
+    /// Cancel a task.
+    Cancel { url: String, task: String },
+    /// Follow a task's events.
+    Subscribe { url: String, task: String },
+    /// List tasks.
+    List {
+        url: String,
+        #[arg(long)]
+        context: Option<String>,
+        /// A state such as working, completed, input-required.
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long)]
+        page_size: Option<i32>,
+        #[arg(long)]
+        page_token: Option<String>,
+    },
+    /// Push notification configs of a task.
+    #[command(subcommand)]
+    Push(PushCommand),
+    /// Talk with the agent: each line is a turn; INPUT_REQUIRED asks for the next; Ctrl-C cancels.
+    Chat { url: String },
+}
+
+#[derive(Debug, Subcommand)]
+enum PushCommand {
+    Create {
+        url: String,
+        task: String,
+        webhook: String,
+        #[arg(long)]
+        id: Option<String>,
+        /// Token the webhook receives in A2A-Notification-Token.
+        #[arg(long)]
+        notification_token: Option<String>,
+    },
+    Get { url: String, task: String, id: String },
+    List { url: String, task: String },
+    Delete { url: String, task: String, id: String },
+}
+
+/// Exit codes: what went wrong, for scripts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    Ok = 0,
+    /// The agent could not be reached, or did not answer in time.
+    Unreachable = 3,
+    /// The agent refused the request with a protocol error.
+    Refused = 4,
+    /// The task ended FAILED, REJECTED or CANCELED.
+    TaskFailed = 5,
+    /// The task waits for input or authorization.
+    NeedsInput = 6,
+    /// Credentials or the card were unusable, or a local file could not be read.
+    Setup = 7,
+    /// The agent answered something the protocol does not allow.
+    Invalid = 8,
+}
+
+impl Exit {
+    pub fn of_error(e: &ClientError) -> Self {
+        match e {
+            ClientError::Protocol(_) | ClientError::Http { .. } => Self::Refused,
+            ClientError::Transport(_) | ClientError::Timeout => Self::Unreachable,
+            ClientError::InvalidResponse(_) => Self::Invalid,
+            ClientError::Card(_) | ClientError::Credentials(_) => Self::Setup,
+        }
+    }
+
+    pub fn of_state(state: TaskState) -> Self {
+        match state {
+            TaskState::Failed | TaskState::Rejected | TaskState::Canceled => Self::TaskFailed,
+            TaskState::InputRequired | TaskState::AuthRequired => Self::NeedsInput,
+            _ => Self::Ok,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("a2a: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let out = Out::new(cli.json);
+    let code = runtime.block_on(run(cli, &out));
+    ExitCode::from(code as u8)
+}
+
+impl Cli {
+    fn options(&self) -> ClientOptions {
+        let credentials = match (&self.api_key, &self.token, &self.client_id, &self.client_secret) {
+            (_, Some(token), _, _) => Credentials::Bearer(token.clone()),
+            (_, None, Some(id), Some(secret)) => Credentials::ClientCredentials {
+                client_id: id.clone(),
+                client_secret: secret.clone(),
+                scopes: self.scopes.as_deref().unwrap_or("").split_whitespace().map(String::from).collect(),
+                token_url: self.token_url.clone(),
+            },
+            (Some(key), None, _, _) => Credentials::ApiKey(key.clone()),
+            _ => Credentials::None,
+        };
+        ClientOptions {
+            credentials,
+            prefer: self.binding,
+            timeout: Duration::from_secs(self.timeout.max(1)),
+            ..ClientOptions::default()
+        }
+    }
+}
+
+async fn run(cli: Cli, out: &Out) -> Exit {
+    match execute(&cli, out).await {
+        Ok(exit) => exit,
+        Err(Failure::Client(e)) => {
+            out.error(&e.to_string());
+            Exit::of_error(&e)
+        }
+        Err(Failure::Local(why)) => {
+            out.error(&why);
+            Exit::Setup
+        }
+    }
+}
+
+pub enum Failure {
+    Client(ClientError),
+    Local(String),
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        Self::Client(e)
+    }
+}
+
+async fn connect(cli: &Cli, url: &str) -> Result<Client, Failure> {
+    Ok(Client::connect(url, cli.options()).await?)
+}
+
+async fn execute(cli: &Cli, out: &Out) -> Result<Exit, Failure> {
+    match &cli.command {
+        Command::Card { url } => {
+            let client = connect(cli, url).await?;
+            out.card(client.card(), client.binding());
+            Ok(Exit::Ok)
+        }
+        Command::Send { url, text, stream, task, context, file, data, no_wait } => {
+            let client = connect(cli, url).await?;
+            let mut message = Message::user_text(text.clone());
+            message.task_id = task.clone().unwrap_or_default();
+            message.context_id = context.clone().unwrap_or_default();
+            for path in file {
+                message.parts.push(file_part(path)?);
+            }
+            if let Some(json) = data {
+                let value: serde_json::Value =
+                    serde_json::from_str(json).map_err(|e| Failure::Local(format!("--data is not JSON: {e}")))?;
+                message.parts.push(Part::new(PartContent::Data(std::sync::Arc::new(value))));
+            }
+            let mut req = request(message);
+            if *no_wait {
+                req.configuration = Some(SendMessageConfiguration { return_immediately: true, ..Default::default() });
+            }
+            if *stream {
+                let events = client.send_streaming_message(req).await?;
+                return follow(out, events).await;
+            }
+            let spinner = out.spinner("waiting for the agent");
+            let reply = client.send_message(req).await;
+            spinner.stop().await;
+            Ok(match reply? {
+                SendMessageResponse::Task(task) => {
+                    out.task(&task);
+                    Exit::of_state(task.status.state)
+                }
+                SendMessageResponse::Message(message) => {
+                    out.message(&message);
+                    Exit::Ok
+                }
+            })
+        }
+        Command::Get { url, task, history } => {
+            let client = connect(cli, url).await?;
+            let req = GetTaskRequest { tenant: String::new(), id: task.clone(), history_length: *history };
+            let task = client.get_task(req).await?;
+            out.task(&task);
+            Ok(Exit::Ok)
+        }
+        Command::Cancel { url, task } => {
+            let client = connect(cli, url).await?;
+            let task = client.cancel_task(CancelTaskRequest { tenant: String::new(), id: task.clone(), metadata: None }).await?;
+            out.task(&task);
+            Ok(Exit::Ok)
+        }
+        Command::Subscribe { url, task } => {
+            let client = connect(cli, url).await?;
+            let events = client.subscribe_to_task(task).await?;
+            follow(out, events).await
+        }
+        Command::List { url, context, status, page_size, page_token } => {
+            let client = connect(cli, url).await?;
+            let status = match status {
+                Some(s) => parse_state(s).ok_or_else(|| Failure::Local(format!("unknown state {s:?}")))?,
+                None => TaskState::Unspecified,
+            };
+            let req = ListTasksRequest {
+                context_id: context.clone().unwrap_or_default(),
+                status,
+                page_size: *page_size,
+                page_token: page_token.clone().unwrap_or_default(),
+                ..Default::default()
+            };
+            out.tasks(&client.list_tasks(req).await?);
+            Ok(Exit::Ok)
+        }
+        Command::Push(push) => push_command(cli, out, push).await,
+        Command::Chat { url } => {
+            let client = connect(cli, url).await?;
+            chat::run(&client, out).await
+        }
+    }
+}
+
+async fn push_command(cli: &Cli, out: &Out, push: &PushCommand) -> Result<Exit, Failure> {
+    match push {
+        PushCommand::Create { url, task, webhook, id, notification_token } => {
+            let client = connect(cli, url).await?;
+            let config = TaskPushNotificationConfig {
+                id: id.clone().unwrap_or_default(),
+                task_id: task.clone(),
+                url: webhook.clone(),
+                token: notification_token.clone().unwrap_or_default(),
+                ..Default::default()
+            };
+            out.push_config(&client.create_push_config(config).await?);
+        }
+        PushCommand::Get { url, task, id } => {
+            let client = connect(cli, url).await?;
+            let req = GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id: task.clone(), id: id.clone() };
+            out.push_config(&client.get_push_config(req).await?);
+        }
+        PushCommand::List { url, task } => {
+            let client = connect(cli, url).await?;
+            let req = ListTaskPushNotificationConfigsRequest { task_id: task.clone(), ..Default::default() };
+            for config in client.list_push_configs(req).await?.configs {
+                out.push_config(&config);
+            }
+        }
+        PushCommand::Delete { url, task, id } => {
+            let client = connect(cli, url).await?;
+            let req = GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id: task.clone(), id: id.clone() };
+            client.delete_push_config(req).await?;
+            out.note(&format!("deleted push config {id} of task {task}"));
+        }
+    }
+    Ok(Exit::Ok)
+}
+
+/// Prints a stream's events as they arrive; the exit code follows the last state.
+pub async fn follow(out: &Out, mut events: EventStream) -> Result<Exit, Failure> {
+    let mut live = out.live();
+    let mut exit = Exit::Ok;
+    while let Some(event) = events.next().await {
+        let event = event?;
+        if let Some(state) = event.event.state() {
+            exit = Exit::of_state(state);
+        }
+        live.event(&event);
+    }
+    live.finish();
+    Ok(exit)
+}
+
+fn file_part(path: &PathBuf) -> Result<Part, Failure> {
+    let bytes = std::fs::read(path).map_err(|e| Failure::Local(format!("{}: {e}", path.display())))?;
+    let mut part = Part::raw(bytes);
+    part.filename = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    part.media_type = media_type(path).into();
+    Ok(part)
+}
+
+fn media_type(path: &std::path::Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
+        Some("txt" | "md") => "text/plain",
+        Some("json") => "application/json",
+        Some("png") => "image/png",
+        Some("jpg" | "jpeg") => "image/jpeg",
+        Some("pdf") => "application/pdf",
+        Some("csv") => "text/csv",
+        _ => "application/octet-stream",
+    }
+}
+
+/// `working`, `input-required`, `TASK_STATE_COMPLETED`, ... as a state.
+fn parse_state(s: &str) -> Option<TaskState> {
+    let wire = s.trim().to_ascii_uppercase().replace('-', "_");
+    let wire = if wire.starts_with("TASK_STATE_") { wire } else { format!("TASK_STATE_{wire}") };
+    serde_json::from_value(serde_json::Value::String(wire)).ok()
+}
+
+/// Bytes of a file part, decoded (raw parts travel base64-encoded in JSON).
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
+}

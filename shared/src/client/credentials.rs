@@ -1,0 +1,130 @@
+//! What a request carries to authenticate: an API key (in the header the card's `apiKey` scheme
+//! names), a bearer token, or OAuth 2.0 client credentials exchanged at the token URL of the card's
+//! client-credentials flow (or the one given), the token cached until shortly before it expires.
+//! Credentials are never printed: `Debug` redacts them.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use super::{ClientError, ClientResult};
+use crate::auth::DEFAULT_API_KEY_HEADER;
+use crate::types::{AgentCard, OAuthFlows, SecurityScheme};
+
+#[derive(Clone, Default)]
+pub enum Credentials {
+    #[default]
+    None,
+    ApiKey(String),
+    Bearer(String),
+    /// OAuth 2.0 client credentials; `token_url` overrides the card's.
+    ClientCredentials { client_id: String, client_secret: String, scopes: Vec<String>, token_url: Option<String> },
+}
+
+impl std::fmt::Debug for Credentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::None => "None",
+            Self::ApiKey(_) => "ApiKey(..)",
+            Self::Bearer(_) => "Bearer(..)",
+            Self::ClientCredentials { .. } => "ClientCredentials(..)",
+        })
+    }
+}
+
+/// Puts the credentials on requests.
+#[derive(Clone)]
+pub(crate) struct Authorizer {
+    http: reqwest::Client,
+    credentials: Credentials,
+    api_key_header: String,
+    token_url: Option<String>,
+    /// The client-credentials token and when to stop using it.
+    token: Arc<Mutex<Option<(String, Instant)>>>,
+}
+
+/// A token is renewed this long before it expires.
+const RENEW_BEFORE: Duration = Duration::from_secs(30);
+
+impl Authorizer {
+    pub(crate) fn new(http: reqwest::Client, card: &AgentCard, credentials: Credentials) -> Self {
+        let api_key_header = card
+            .security_schemes
+            .values()
+            .find_map(|s| match s {
+                SecurityScheme::ApiKeySecurityScheme(k) if k.location.eq_ignore_ascii_case("header") => {
+                    Some(k.name.clone())
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| DEFAULT_API_KEY_HEADER.to_string());
+        let token_url = match &credentials {
+            Credentials::ClientCredentials { token_url: Some(url), .. } => Some(url.clone()),
+            _ => card.security_schemes.values().find_map(|s| match s {
+                SecurityScheme::Oauth2SecurityScheme(o) => match &o.flows {
+                    OAuthFlows::ClientCredentials(flow) if !flow.token_url.is_empty() => Some(flow.token_url.clone()),
+                    _ => None,
+                },
+                _ => None,
+            }),
+        };
+        Self { http, credentials, api_key_header, token_url, token: Arc::new(Mutex::new(None)) }
+    }
+
+    /// `req` with the credentials on it.
+    pub(crate) async fn apply(&self, req: reqwest::RequestBuilder) -> ClientResult<reqwest::RequestBuilder> {
+        Ok(match &self.credentials {
+            Credentials::None => req,
+            Credentials::ApiKey(key) => req.header(self.api_key_header.as_str(), key.as_str()),
+            Credentials::Bearer(token) => req.bearer_auth(token),
+            Credentials::ClientCredentials { .. } => req.bearer_auth(self.client_token().await?),
+        })
+    }
+
+    /// Forgets a token the agent refused (it may have been revoked or rotated).
+    pub(crate) async fn refused(&self) {
+        *self.token.lock().await = None;
+    }
+
+    async fn client_token(&self) -> ClientResult<String> {
+        let Credentials::ClientCredentials { client_id, client_secret, scopes, .. } = &self.credentials else {
+            return Err(ClientError::Credentials("no client credentials".into()));
+        };
+        let mut cached = self.token.lock().await;
+        if let Some((token, until)) = cached.as_ref() {
+            if Instant::now() < *until {
+                return Ok(token.clone());
+            }
+        }
+        let url = self.token_url.as_deref().ok_or_else(|| {
+            ClientError::Credentials("the card declares no OAuth 2.0 client-credentials flow; give a token URL".into())
+        })?;
+        let mut form = vec![
+            ("grant_type", "client_credentials".to_string()),
+            ("client_id", client_id.clone()),
+            ("client_secret", client_secret.clone()),
+        ];
+        if !scopes.is_empty() {
+            form.push(("scope", scopes.join(" ")));
+        }
+        let resp = self
+            .http
+            .post(url)
+            .form(&form)
+            .timeout(Duration::from_secs(30))
+            .send()
+            .await
+            .map_err(|e| ClientError::Credentials(format!("token endpoint {url}: {e}")))?;
+        let status = resp.status().as_u16();
+        let body: Value = resp.bytes().await.ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
+        let token = body.get("access_token").and_then(Value::as_str).filter(|_| status == 200).ok_or_else(|| {
+            let why = body.get("error_description").or_else(|| body.get("error")).and_then(Value::as_str);
+            ClientError::Credentials(format!("token endpoint {url} refused (HTTP {status}): {}", why.unwrap_or("no token")))
+        })?;
+        let lifetime = Duration::from_secs(body.get("expires_in").and_then(Value::as_u64).unwrap_or(300));
+        *cached = Some((token.to_string(), Instant::now() + lifetime.saturating_sub(RENEW_BEFORE)));
+        Ok(token.to_string())
+    }
+}

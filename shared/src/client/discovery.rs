@@ -1,0 +1,134 @@
+//! The agent card: fetched from `/.well-known/agent-card.json` (asking for 1.0) or, for 0.3 agents,
+//! `/.well-known/agent.json`, read into the 1.0 model; and the interface a client uses, the first one
+//! in the card's order whose binding and version it speaks.
+
+use serde_json::Value;
+
+use super::{ClientError, ClientResult};
+use crate::card::{LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
+use crate::types::{AgentCard, AgentInterface};
+
+/// The bindings this client speaks (A2A 1.0).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Binding {
+    JsonRpc,
+    HttpJson,
+}
+
+impl Binding {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::JsonRpc => "JSONRPC",
+            Self::HttpJson => "HTTP+JSON",
+        }
+    }
+
+    fn of(interface: &AgentInterface) -> Option<Self> {
+        // An interface without a version is taken as 1.0 (the card is a 1.0 card).
+        let v1 = interface.protocol_version.is_empty() || interface.protocol_version.starts_with("1.");
+        match interface.protocol_binding.to_ascii_uppercase().as_str() {
+            "JSONRPC" if v1 => Some(Self::JsonRpc),
+            "HTTP+JSON" | "REST" if v1 => Some(Self::HttpJson),
+            _ => None,
+        }
+    }
+}
+
+impl std::str::FromStr for Binding {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.to_ascii_uppercase().as_str() {
+            "JSONRPC" | "JSON-RPC" => Ok(Self::JsonRpc),
+            "HTTP+JSON" | "REST" | "HTTP" => Ok(Self::HttpJson),
+            other => Err(format!("unknown binding {other:?} (JSONRPC or HTTP+JSON)")),
+        }
+    }
+}
+
+/// The card at `base`: a URL that is the card itself, or an agent's base URL.
+pub async fn fetch_card(http: &reqwest::Client, base: &str) -> ClientResult<AgentCard> {
+    let base = base.trim_end_matches('/');
+    if base.ends_with(".json") {
+        return read_card(get(http, base).await?.ok_or_else(|| ClientError::Card(format!("{base}: not found")))?);
+    }
+    for path in [WELL_KNOWN_PATH, LEGACY_WELL_KNOWN_PATH] {
+        if let Some(card) = get(http, &format!("{base}{path}")).await? {
+            return read_card(card);
+        }
+    }
+    Err(ClientError::Card(format!("{base} serves no agent card ({WELL_KNOWN_PATH} or {LEGACY_WELL_KNOWN_PATH})")))
+}
+
+/// The JSON at `url`; `None` on 404.
+async fn get(http: &reqwest::Client, url: &str) -> ClientResult<Option<Value>> {
+    let resp = http
+        .get(url)
+        .header("A2A-Version", "1.0")
+        .timeout(std::time::Duration::from_secs(30))
+        .send()
+        .await?;
+    let status = resp.status().as_u16();
+    if status == 404 {
+        return Ok(None);
+    }
+    let body = resp.bytes().await?;
+    if status != 200 {
+        return Err(ClientError::Card(format!("{url}: HTTP {status}")));
+    }
+    serde_json::from_slice(&body).map(Some).map_err(|e| ClientError::Card(format!("{url}: not JSON: {e}")))
+}
+
+/// A 1.0 card as is; a 0.3 card (no `supportedInterfaces`, a `url`) through the 0.3 reading.
+fn read_card(card: Value) -> ClientResult<AgentCard> {
+    if card.get("supportedInterfaces").is_none() && card.get("url").is_some() {
+        return crate::v03::card_from_wire(card).map_err(|e| ClientError::Card(e.message));
+    }
+    serde_json::from_value(card).map_err(|e| ClientError::Card(format!("not an agent card: {e}")))
+}
+
+/// The interface to use: the first of `prefer`'s binding, else the first this client speaks.
+pub fn choose(card: &AgentCard, prefer: Option<Binding>) -> ClientResult<(Binding, &AgentInterface)> {
+    let spoken = || card.supported_interfaces.iter().filter_map(|i| Binding::of(i).map(|b| (b, i)));
+    prefer
+        .and_then(|want| spoken().find(|(b, _)| *b == want))
+        .or_else(|| spoken().next())
+        .ok_or_else(|| {
+            let offered: Vec<String> = card
+                .supported_interfaces
+                .iter()
+                .map(|i| format!("{} {}", i.protocol_binding, i.protocol_version))
+                .collect();
+            ClientError::Card(format!(
+                "the agent offers no A2A 1.0 JSON-RPC or HTTP+JSON interface (it offers: {})",
+                if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iface(binding: &str, version: &str, url: &str) -> AgentInterface {
+        AgentInterface { url: url.into(), protocol_binding: binding.into(), tenant: String::new(), protocol_version: version.into() }
+    }
+
+    #[test]
+    fn the_cards_order_decides_unless_a_binding_is_preferred() {
+        let mut card = crate::card::default_card();
+        card.supported_interfaces = vec![
+            iface("GRPC", "1.0", "grpc://a"),
+            iface("JSONRPC", "0.3", "http://old"),
+            iface("HTTP+JSON", "1.0", "http://rest"),
+            iface("JSONRPC", "1.0", "http://rpc"),
+        ];
+        let (b, i) = choose(&card, None).unwrap();
+        assert_eq!((b, i.url.as_str()), (Binding::HttpJson, "http://rest"));
+        let (b, i) = choose(&card, Some(Binding::JsonRpc)).unwrap();
+        assert_eq!((b, i.url.as_str()), (Binding::JsonRpc, "http://rpc"));
+        card.supported_interfaces.truncate(2);
+        let err = choose(&card, None).unwrap_err().to_string();
+        assert!(err.contains("GRPC 1.0, JSONRPC 0.3"), "{err}");
+    }
+}

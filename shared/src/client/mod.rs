@@ -1,0 +1,256 @@
+//! An A2A client on the project's own types (feature `client`): card discovery, the choice of a
+//! transport in the card's order, every operation over JSON-RPC and HTTP+JSON (A2A 1.0), streams that
+//! resume by themselves after a dropped connection, credentials (API key, bearer token, OAuth 2.0
+//! client credentials from the card's declared flow), and typed errors carrying the protocol error.
+//!
+//! - [`discovery`]: fetching the card and choosing the interface.
+//! - [`credentials`]: what a request carries to authenticate, tokens cached and refreshed.
+//! - [`transport`]: one operation as a JSON-RPC call or an HTTP+JSON request.
+//! - [`stream`]: SSE decoding and resumption (`Last-Event-ID`, bounded retries with backoff).
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), a2a::client::ClientError> {
+//! use a2a::client::{Client, ClientOptions};
+//! let client = Client::connect("http://127.0.0.1:8080", ClientOptions::default()).await?;
+//! let reply = client.send_text("hello").await?;
+//! # Ok(()) }
+//! ```
+
+pub mod credentials;
+pub mod discovery;
+pub mod stream;
+pub mod transport;
+
+use std::time::Duration;
+
+use futures::stream::BoxStream;
+
+use crate::error::A2aError;
+use crate::types::*;
+
+pub use credentials::Credentials;
+pub use discovery::Binding;
+
+/// How a client talks to an agent.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    pub credentials: Credentials,
+    /// The binding to use when the card offers it (else the card's first one this client speaks).
+    pub prefer: Option<Binding>,
+    /// Longest wait for one request's answer (streams: for each event).
+    pub timeout: Duration,
+    /// Reconnections of one stream after a dropped connection.
+    pub resume_attempts: u32,
+    /// The tenant to address (default: the chosen interface's).
+    pub tenant: Option<String>,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            credentials: Credentials::None,
+            prefer: None,
+            timeout: Duration::from_secs(120),
+            resume_attempts: 5,
+            tenant: None,
+        }
+    }
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClientError {
+    /// The agent answered with a protocol error (its kind, message and `ErrorInfo` metadata).
+    Protocol(A2aError),
+    /// The agent answered an HTTP error without a protocol error body.
+    Http { status: u16, body: String },
+    /// The agent could not be reached, or the connection broke.
+    Transport(String),
+    /// No answer in time.
+    Timeout,
+    /// The answer is not what the protocol says.
+    InvalidResponse(String),
+    /// The card is missing, unreadable, or offers no interface this client speaks.
+    Card(String),
+    /// Credentials could not be obtained (the token endpoint refused, ...).
+    Credentials(String),
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Protocol(e) => write!(f, "{e}"),
+            Self::Http { status, body } => write!(f, "HTTP {status}: {}", body.chars().take(300).collect::<String>()),
+            Self::Transport(why) => write!(f, "connection: {why}"),
+            Self::Timeout => write!(f, "no answer in time"),
+            Self::InvalidResponse(why) => write!(f, "invalid answer: {why}"),
+            Self::Card(why) => write!(f, "agent card: {why}"),
+            Self::Credentials(why) => write!(f, "credentials: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for ClientError {}
+
+impl From<reqwest::Error> for ClientError {
+    fn from(e: reqwest::Error) -> Self {
+        if e.is_timeout() {
+            Self::Timeout
+        } else {
+            Self::Transport(root_cause(&e))
+        }
+    }
+}
+
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    cause.to_string()
+}
+
+pub type ClientResult<T> = Result<T, ClientError>;
+
+/// One event of a stream, with its sequence number (the SSE `id`) when the agent sends one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub seq: Option<u64>,
+    pub event: StreamResponse,
+}
+
+pub type EventStream = BoxStream<'static, ClientResult<Event>>;
+
+/// A connected client: the agent's card and the interface chosen from it.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) http: reqwest::Client,
+    card: AgentCard,
+    pub(crate) binding: Binding,
+    /// The chosen interface's URL.
+    pub(crate) url: String,
+    pub(crate) tenant: String,
+    pub(crate) credentials: credentials::Authorizer,
+    pub(crate) options: ClientOptions,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("binding", &self.binding).field("url", &self.url).finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Fetches the card at `base` (`/.well-known/agent-card.json`, or the 0.3 path) and chooses the
+    /// first interface this client speaks, in the card's order (or `options.prefer`).
+    pub async fn connect(base: &str, options: ClientOptions) -> ClientResult<Self> {
+        let http = http_client()?;
+        let card = discovery::fetch_card(&http, base).await?;
+        Self::from_card(http, card, options)
+    }
+
+    /// A client for an agent whose card is known.
+    pub fn with_card(card: AgentCard, options: ClientOptions) -> ClientResult<Self> {
+        Self::from_card(http_client()?, card, options)
+    }
+
+    fn from_card(http: reqwest::Client, card: AgentCard, options: ClientOptions) -> ClientResult<Self> {
+        let interface = discovery::choose(&card, options.prefer)?;
+        let credentials = credentials::Authorizer::new(http.clone(), &card, options.credentials.clone());
+        Ok(Self {
+            http,
+            binding: interface.0,
+            url: interface.1.url.trim_end_matches('/').to_string(),
+            tenant: options.tenant.clone().unwrap_or_else(|| interface.1.tenant.clone()),
+            card,
+            credentials,
+            options,
+        })
+    }
+
+    pub fn card(&self) -> &AgentCard {
+        &self.card
+    }
+
+    pub fn binding(&self) -> Binding {
+        self.binding
+    }
+
+    /// The URL of the interface in use.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// SendMessage with one text part (a new task, blocking).
+    pub async fn send_text(&self, text: &str) -> ClientResult<SendMessageResponse> {
+        self.send_message(request(Message::user_text(text))).await
+    }
+
+    pub async fn send_message(&self, req: SendMessageRequest) -> ClientResult<SendMessageResponse> {
+        self.call("SendMessage", req).await
+    }
+
+    /// SendStreamingMessage: the turn's events as they happen; resumes by itself when the
+    /// connection drops before the turn ends.
+    pub async fn send_streaming_message(&self, req: SendMessageRequest) -> ClientResult<EventStream> {
+        stream::open(self.clone(), stream::Start::Send(req)).await
+    }
+
+    pub async fn get_task(&self, req: GetTaskRequest) -> ClientResult<Task> {
+        self.call("GetTask", req).await
+    }
+
+    pub async fn list_tasks(&self, req: ListTasksRequest) -> ClientResult<ListTasksResponse> {
+        self.call("ListTasks", req).await
+    }
+
+    pub async fn cancel_task(&self, req: CancelTaskRequest) -> ClientResult<Task> {
+        self.call("CancelTask", req).await
+    }
+
+    /// SubscribeToTask: the task, then its events; resumes like [`Client::send_streaming_message`].
+    pub async fn subscribe_to_task(&self, task_id: &str) -> ClientResult<EventStream> {
+        stream::open(self.clone(), stream::Start::Subscribe { task_id: task_id.to_string(), after: None }).await
+    }
+
+    pub async fn create_push_config(
+        &self,
+        config: TaskPushNotificationConfig,
+    ) -> ClientResult<TaskPushNotificationConfig> {
+        self.call("CreateTaskPushNotificationConfig", config).await
+    }
+
+    pub async fn get_push_config(
+        &self,
+        req: GetTaskPushNotificationConfigRequest,
+    ) -> ClientResult<TaskPushNotificationConfig> {
+        self.call("GetTaskPushNotificationConfig", req).await
+    }
+
+    pub async fn list_push_configs(
+        &self,
+        req: ListTaskPushNotificationConfigsRequest,
+    ) -> ClientResult<ListTaskPushNotificationConfigsResponse> {
+        self.call("ListTaskPushNotificationConfigs", req).await
+    }
+
+    pub async fn delete_push_config(&self, req: DeleteTaskPushNotificationConfigRequest) -> ClientResult<()> {
+        self.call::<_, serde_json::Value>("DeleteTaskPushNotificationConfig", req).await.map(|_| ())
+    }
+
+    pub async fn get_extended_card(&self) -> ClientResult<AgentCard> {
+        self.call("GetExtendedAgentCard", GetExtendedAgentCardRequest::default()).await
+    }
+}
+
+/// A SendMessage request of `message` with no configuration.
+pub fn request(message: Message) -> SendMessageRequest {
+    SendMessageRequest { tenant: String::new(), message, configuration: None, metadata: None }
+}
+
+fn http_client() -> ClientResult<reqwest::Client> {
+    reqwest::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|e| ClientError::Transport(format!("HTTP client: {e}")))
+}
