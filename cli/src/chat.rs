@@ -55,11 +55,8 @@ impl Turn<'_> {
     /// One turn; its task, context and the state it ended in.
     async fn run(&self, req: SendMessageRequest) -> Result<(Option<String>, String, Option<TaskState>), Failure> {
         let mut seen = Seen::default();
-        let outcome = if self.streaming {
-            self.stream(req, &mut seen).await
-        } else {
-            self.blocking(req, &mut seen).await
-        };
+        let outcome =
+            if self.streaming { self.stream(req, &mut seen).await } else { self.blocking(req, &mut seen).await };
         match outcome {
             Ok(()) => Ok((seen.task, seen.context, seen.state)),
             Err(Failure::Client(e)) if !matches!(e, ClientError::Protocol(_)) => Err(Failure::Client(e)),

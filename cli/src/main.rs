@@ -123,9 +123,20 @@ enum PushCommand {
         #[arg(long)]
         notification_token: Option<String>,
     },
-    Get { url: String, task: String, id: String },
-    List { url: String, task: String },
-    Delete { url: String, task: String, id: String },
+    Get {
+        url: String,
+        task: String,
+        id: String,
+    },
+    List {
+        url: String,
+        task: String,
+    },
+    Delete {
+        url: String,
+        task: String,
+        id: String,
+    },
 }
 
 /// Exit codes: what went wrong, for scripts.
@@ -281,7 +292,9 @@ async fn execute(cli: &Cli, out: &Out) -> Result<Exit, Failure> {
         }
         Command::Cancel { url, task } => {
             let client = connect(cli, url).await?;
-            let task = client.cancel_task(CancelTaskRequest { tenant: String::new(), id: task.clone(), metadata: None }).await?;
+            let task = client
+                .cancel_task(CancelTaskRequest { tenant: String::new(), id: task.clone(), metadata: None })
+                .await?;
             out.task(&task);
             Ok(Exit::Ok)
         }
@@ -329,7 +342,8 @@ async fn push_command(cli: &Cli, out: &Out, push: &PushCommand) -> Result<Exit, 
         }
         PushCommand::Get { url, task, id } => {
             let client = connect(cli, url).await?;
-            let req = GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id: task.clone(), id: id.clone() };
+            let req =
+                GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id: task.clone(), id: id.clone() };
             out.push_config(&client.get_push_config(req).await?);
         }
         PushCommand::List { url, task } => {
@@ -341,7 +355,8 @@ async fn push_command(cli: &Cli, out: &Out, push: &PushCommand) -> Result<Exit, 
         }
         PushCommand::Delete { url, task, id } => {
             let client = connect(cli, url).await?;
-            let req = GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id: task.clone(), id: id.clone() };
+            let req =
+                GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id: task.clone(), id: id.clone() };
             client.delete_push_config(req).await?;
             out.note(&format!("deleted push config {id} of task {task}"));
         }

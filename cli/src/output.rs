@@ -20,7 +20,9 @@ pub struct Out {
 
 impl Out {
     pub fn new(json: bool) -> Self {
-        let tty = std::io::stdout().is_terminal() && std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+        let tty = std::io::stdout().is_terminal()
+            && std::io::stderr().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none();
         Self { json, tty }
     }
 
@@ -178,7 +180,14 @@ fn save(part: &Part, owner: &str, n: usize, bytes: &[u8]) -> std::io::Result<Str
 
 /// A spinner line on stderr, redrawn every 100 ms with the elapsed time.
 pub struct Spinner {
-    shared: Option<(Arc<Mutex<String>>, tokio::task::JoinHandle<()>)>,
+    shared: Option<(Arc<Mutex<SpinnerLine>>, tokio::task::JoinHandle<()>)>,
+}
+
+/// What the spinner shows; nothing while `paused` (text is being printed on its line).
+#[derive(Default)]
+struct SpinnerLine {
+    label: String,
+    paused: bool,
 }
 
 impl Spinner {
@@ -186,25 +195,36 @@ impl Spinner {
         if !on {
             return Self { shared: None };
         }
-        let label = Arc::new(Mutex::new(label.to_string()));
-        let shown = label.clone();
+        let line = Arc::new(Mutex::new(SpinnerLine { label: label.to_string(), paused: false }));
+        let shown = line.clone();
         let started = Instant::now();
         let task = tokio::spawn(async move {
             let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
             for frame in SPINNER.iter().cycle() {
                 tick.tick().await;
-                let text = shown.lock().map(|l| l.clone()).unwrap_or_default();
-                eprint!("\r\x1b[2K{frame} {text} {:.1}s", started.elapsed().as_secs_f64());
-                let _ = std::io::stderr().flush();
+                let Ok(line) = shown.lock() else { return };
+                if !line.paused {
+                    eprint!("\r\x1b[2K{frame} {} {:.1}s", line.label, started.elapsed().as_secs_f64());
+                    let _ = std::io::stderr().flush();
+                }
             }
         });
-        Self { shared: Some((label, task)) }
+        Self { shared: Some((line, task)) }
     }
 
     pub fn set(&self, label: &str) {
-        if let Some((shown, _)) = &self.shared {
-            if let Ok(mut l) = shown.lock() {
-                *l = label.to_string();
+        self.update(|line| label.clone_into(&mut line.label));
+    }
+
+    /// Stops drawing (`true`) while text is printed on the spinner's line, or starts again.
+    pub fn pause(&self, paused: bool) {
+        self.update(|line| line.paused = paused);
+    }
+
+    fn update(&self, change: impl FnOnce(&mut SpinnerLine)) {
+        if let Some((line, _)) = &self.shared {
+            if let Ok(mut line) = line.lock() {
+                change(&mut line);
             }
         }
     }
@@ -243,7 +263,9 @@ impl Live<'_> {
         if out.json {
             return out.json_line(&event.event);
         }
-        self.spinner.clear();
+        if !self.in_text {
+            self.spinner.clear(); // (while text runs on, the spinner is paused and the line is the text's)
+        }
         let elapsed = out.paint("2", &format!("[{:>5.1}s]", self.started.elapsed().as_secs_f64()));
         match &event.event {
             StreamResponse::Task(task) => {
@@ -261,6 +283,7 @@ impl Live<'_> {
                 for (n, part) in update.artifact.parts.iter().enumerate() {
                     match &part.content {
                         PartContent::Text(text) => {
+                            self.spinner.pause(true);
                             print!("{text}");
                             self.in_text = true;
                         }
@@ -287,6 +310,7 @@ impl Live<'_> {
     fn end_text(&mut self) {
         if std::mem::take(&mut self.in_text) {
             println!();
+            self.spinner.pause(false);
         }
     }
 
@@ -298,7 +322,10 @@ impl Live<'_> {
         }
         if !self.out.json {
             let state = self.state.map(|s| self.out.state(s)).unwrap_or_else(|| "ended".into());
-            println!("{}", self.out.paint("2", &format!("── {state} after {:.1}s", self.started.elapsed().as_secs_f64())));
+            println!(
+                "{}",
+                self.out.paint("2", &format!("── {state} after {:.1}s", self.started.elapsed().as_secs_f64()))
+            );
         }
     }
 }

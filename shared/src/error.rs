@@ -315,7 +315,8 @@ impl A2aError {
 
 /// The `google.rpc.ErrorInfo` among error details (a list, or one object).
 fn error_info_of(details: &Value) -> Option<&Value> {
-    let is_info = |d: &&Value| d.get("@type").and_then(Value::as_str) == Some(ERROR_INFO_TYPE) || d.get("reason").is_some();
+    let is_info =
+        |d: &&Value| d.get("@type").and_then(Value::as_str) == Some(ERROR_INFO_TYPE) || d.get("reason").is_some();
     match details {
         Value::Array(items) => items.iter().find(is_info),
         one => Some(one).filter(is_info),

@@ -20,7 +20,12 @@ pub enum Credentials {
     ApiKey(String),
     Bearer(String),
     /// OAuth 2.0 client credentials; `token_url` overrides the card's.
-    ClientCredentials { client_id: String, client_secret: String, scopes: Vec<String>, token_url: Option<String> },
+    ClientCredentials {
+        client_id: String,
+        client_secret: String,
+        scopes: Vec<String>,
+        token_url: Option<String>,
+    },
 }
 
 impl std::fmt::Debug for Credentials {
@@ -121,7 +126,10 @@ impl Authorizer {
         let body: Value = resp.bytes().await.ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
         let token = body.get("access_token").and_then(Value::as_str).filter(|_| status == 200).ok_or_else(|| {
             let why = body.get("error_description").or_else(|| body.get("error")).and_then(Value::as_str);
-            ClientError::Credentials(format!("token endpoint {url} refused (HTTP {status}): {}", why.unwrap_or("no token")))
+            ClientError::Credentials(format!(
+                "token endpoint {url} refused (HTTP {status}): {}",
+                why.unwrap_or("no token")
+            ))
         })?;
         let lifetime = Duration::from_secs(body.get("expires_in").and_then(Value::as_u64).unwrap_or(300));
         *cached = Some((token.to_string(), Instant::now() + lifetime.saturating_sub(RENEW_BEFORE)));

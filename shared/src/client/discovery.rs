@@ -62,12 +62,7 @@ pub async fn fetch_card(http: &reqwest::Client, base: &str) -> ClientResult<Agen
 
 /// The JSON at `url`; `None` on 404.
 async fn get(http: &reqwest::Client, url: &str) -> ClientResult<Option<Value>> {
-    let resp = http
-        .get(url)
-        .header("A2A-Version", "1.0")
-        .timeout(std::time::Duration::from_secs(30))
-        .send()
-        .await?;
+    let resp = http.get(url).header("A2A-Version", "1.0").timeout(std::time::Duration::from_secs(30)).send().await?;
     let status = resp.status().as_u16();
     if status == 404 {
         return Ok(None);
@@ -90,20 +85,17 @@ fn read_card(card: Value) -> ClientResult<AgentCard> {
 /// The interface to use: the first of `prefer`'s binding, else the first this client speaks.
 pub fn choose(card: &AgentCard, prefer: Option<Binding>) -> ClientResult<(Binding, &AgentInterface)> {
     let spoken = || card.supported_interfaces.iter().filter_map(|i| Binding::of(i).map(|b| (b, i)));
-    prefer
-        .and_then(|want| spoken().find(|(b, _)| *b == want))
-        .or_else(|| spoken().next())
-        .ok_or_else(|| {
-            let offered: Vec<String> = card
-                .supported_interfaces
-                .iter()
-                .map(|i| format!("{} {}", i.protocol_binding, i.protocol_version))
-                .collect();
-            ClientError::Card(format!(
-                "the agent offers no A2A 1.0 JSON-RPC or HTTP+JSON interface (it offers: {})",
-                if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
-            ))
-        })
+    prefer.and_then(|want| spoken().find(|(b, _)| *b == want)).or_else(|| spoken().next()).ok_or_else(|| {
+        let offered: Vec<String> = card
+            .supported_interfaces
+            .iter()
+            .map(|i| format!("{} {}", i.protocol_binding, i.protocol_version))
+            .collect();
+        ClientError::Card(format!(
+            "the agent offers no A2A 1.0 JSON-RPC or HTTP+JSON interface (it offers: {})",
+            if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
+        ))
+    })
 }
 
 #[cfg(test)]
@@ -111,7 +103,12 @@ mod tests {
     use super::*;
 
     fn iface(binding: &str, version: &str, url: &str) -> AgentInterface {
-        AgentInterface { url: url.into(), protocol_binding: binding.into(), tenant: String::new(), protocol_version: version.into() }
+        AgentInterface {
+            url: url.into(),
+            protocol_binding: binding.into(),
+            tenant: String::new(),
+            protocol_version: version.into(),
+        }
     }
 
     #[test]

@@ -22,9 +22,8 @@ impl Client {
         let params = serde_json::to_value(params).map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
         let resp = self.send(method, &params, None).await?;
         let status = resp.status().as_u16();
-        let body = tokio::time::timeout(self.options.timeout, resp.bytes())
-            .await
-            .map_err(|_| ClientError::Timeout)??;
+        let body =
+            tokio::time::timeout(self.options.timeout, resp.bytes()).await.map_err(|_| ClientError::Timeout)??;
         let value: Value = if body.is_empty() { Value::Null } else { read_json(status, &body)? };
         let result = match self.binding {
             Binding::JsonRpc => match (value.get("error"), value.get("result")) {
@@ -57,7 +56,8 @@ impl Client {
                 req = req.header("Last-Event-ID", id.to_string());
             }
             let req = self.credentials.apply(req).await?;
-            let resp = tokio::time::timeout(self.options.timeout, req.send()).await.map_err(|_| ClientError::Timeout)??;
+            let resp =
+                tokio::time::timeout(self.options.timeout, req.send()).await.map_err(|_| ClientError::Timeout)??;
             if resp.status() == 401
                 && !retried
                 && matches!(self.options.credentials, super::Credentials::ClientCredentials { .. })
@@ -79,7 +79,10 @@ impl Client {
                 if !self.tenant.is_empty() {
                     params["tenant"] = json!(self.tenant);
                 }
-                json_body(self.http.post(&self.url), &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+                json_body(
+                    self.http.post(&self.url),
+                    &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+                )
             }
             Binding::HttpJson => {
                 let route = rest_route(method, params)?;

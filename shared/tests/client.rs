@@ -1,0 +1,244 @@
+//! The client library against a2a-local's server on 127.0.0.1, over JSON-RPC and HTTP+JSON: every
+//! operation, protocol errors read back with their kind, API-key credentials, and a stream cut in
+//! the middle by a proxy that drops the connection — the client resumes with `Last-Event-ID` and
+//! no event is lost or repeated.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a::auth::AuthSettings;
+use a2a::card::default_card;
+use a2a::client::{request, Binding, Client, ClientError, ClientOptions, Credentials};
+use a2a::embedded::{start, EmbeddedConfig};
+use a2a::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
+use a2a::http::Limits;
+use a2a::types::*;
+use a2a::ErrorKind;
+use async_trait::async_trait;
+use futures::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// Streams `n` text chunks of one artifact, `gap` apart, then completes.
+struct Chunks {
+    n: usize,
+    gap: Duration,
+}
+
+#[async_trait]
+impl AgentExecutor for Chunks {
+    async fn execute(&self, _ctx: RequestContext, ev: EventSink) -> Result<(), AgentError> {
+        ev.working(None).await?;
+        let first = Artifact::new(vec![Part::text("0")]);
+        for i in 0..self.n {
+            let chunk = Artifact { parts: vec![Part::text(i.to_string())], ..first.clone() };
+            ev.artifact(chunk, i > 0, i + 1 == self.n).await?;
+            tokio::time::sleep(self.gap).await;
+        }
+        ev.complete(None).await?;
+        Ok(())
+    }
+}
+
+/// A TCP proxy that cuts the first event-stream response it carries after `cut_after` events; counts
+/// the event-stream responses it sees.
+struct Proxy {
+    url: String,
+    streams: Arc<AtomicUsize>,
+}
+
+async fn proxy(listener: TcpListener, upstream: std::net::SocketAddr, cut_after: usize) -> Proxy {
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let streams = Arc::new(AtomicUsize::new(0));
+    let seen = streams.clone();
+    tokio::spawn(async move {
+        while let Ok((client, _)) = listener.accept().await {
+            let seen = seen.clone();
+            tokio::spawn(async move {
+                let server = TcpStream::connect(upstream).await.unwrap();
+                let (mut cr, mut cw) = client.into_split();
+                let (mut sr, mut sw) = server.into_split();
+                let up = tokio::spawn(async move { tokio::io::copy(&mut cr, &mut sw).await });
+                let mut buf = vec![0u8; 16 * 1024];
+                let mut events = 0;
+                let mut cutting = false;
+                loop {
+                    let n = match sr.read(&mut buf).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => n,
+                    };
+                    let text = String::from_utf8_lossy(&buf[..n]);
+                    if text.contains("text/event-stream") {
+                        cutting = seen.fetch_add(1, Ordering::SeqCst) == 0;
+                    }
+                    if cutting {
+                        events += text.matches("\n\n").count();
+                        if events > cut_after {
+                            break; // drop the connection in the middle of the stream
+                        }
+                    }
+                    if cw.write_all(&buf[..n]).await.is_err() {
+                        break;
+                    }
+                }
+                up.abort();
+            });
+        }
+    });
+    Proxy { url, streams }
+}
+
+struct Agent {
+    /// The agent's URL (through the proxy).
+    url: String,
+    proxy: Proxy,
+}
+
+async fn agent(executor: Arc<dyn AgentExecutor>, api_keys: Option<&str>, cut_after: usize) -> Agent {
+    let server = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = server.local_addr().unwrap();
+    let public_url = format!("http://{}", front.local_addr().unwrap());
+    let auth = AuthSettings { api_keys: api_keys.map(String::from), ..Default::default() }.build().unwrap();
+    let embedded = start(EmbeddedConfig {
+        public_url,
+        card: default_card(),
+        extended_card: None,
+        executor,
+        auth,
+        engine: Default::default(),
+        limits: Limits { keep_alive: Duration::from_millis(200), ..Default::default() },
+        backend: Default::default(),
+        memory: Default::default(),
+        webhook_allow: a2a::ssrf::AllowList::parse("127.0.0.1/32").unwrap(),
+        push_retry: Default::default(),
+        push_timeout: Duration::from_secs(2),
+        edge: None,
+    })
+    .await
+    .unwrap();
+    let service = embedded.service.clone();
+    tokio::spawn(async move {
+        a2a::server::serve(server, service, std::future::pending::<()>(), Default::default()).await.unwrap();
+    });
+    let proxy = proxy(front, upstream, cut_after).await;
+    Agent { url: proxy.url.clone(), proxy }
+}
+
+fn options(binding: Binding) -> ClientOptions {
+    ClientOptions { prefer: Some(binding), timeout: Duration::from_secs(20), ..Default::default() }
+}
+
+const BINDINGS: [Binding; 2] = [Binding::JsonRpc, Binding::HttpJson];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_stream_resumes_without_losing_or_repeating_events() {
+    for binding in BINDINGS {
+        let agent = agent(Arc::new(Chunks { n: 20, gap: Duration::from_millis(25) }), None, 4).await;
+        let client = Client::connect(&agent.url, options(binding)).await.unwrap();
+        assert_eq!(client.binding(), binding);
+        let events: Vec<_> = client
+            .send_streaming_message(request(Message::user_text("go")))
+            .await
+            .unwrap()
+            .collect::<Vec<_>>()
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(agent.proxy.streams.load(Ordering::SeqCst) >= 2, "{binding:?}: the stream was cut and resumed");
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq.unwrap()).collect();
+        assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "{binding:?}: no gap, no repeat: {seqs:?}");
+        let chunks: Vec<String> = events
+            .iter()
+            .filter_map(|e| match &e.event {
+                StreamResponse::ArtifactUpdate(u) => Some(u.artifact.parts[0].as_text().unwrap().to_string()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(chunks, (0..20).map(|i| i.to_string()).collect::<Vec<_>>(), "{binding:?}");
+        assert_eq!(events.last().unwrap().event.state(), Some(TaskState::Completed));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_operation_and_error_on_both_bindings() {
+    let agent = agent(Arc::new(a2a::executor::EchoAgent), Some("alice:k1"), usize::MAX).await;
+    for binding in BINDINGS {
+        // Without the key: the refusal, read back with its kind.
+        let anonymous = Client::connect(&agent.url, options(binding)).await.unwrap();
+        match anonymous.send_text("hi").await {
+            Err(ClientError::Protocol(e)) => assert_eq!(e.kind, ErrorKind::Unauthenticated, "{binding:?}"),
+            other => panic!("{binding:?}: {other:?}"),
+        }
+        let opts = ClientOptions { credentials: Credentials::ApiKey("k1".into()), ..options(binding) };
+        let client = Client::connect(&agent.url, opts).await.unwrap();
+        let SendMessageResponse::Task(task) = client.send_text("hello").await.unwrap() else { panic!("a task") };
+        assert_eq!(task.status.state, TaskState::Completed);
+        let got = client
+            .get_task(GetTaskRequest { tenant: String::new(), id: task.id.clone(), history_length: Some(0) })
+            .await
+            .unwrap();
+        assert_eq!((got.id.as_str(), got.history.len()), (task.id.as_str(), 0));
+        let list = client
+            .list_tasks(ListTasksRequest { context_id: task.context_id.clone(), ..Default::default() })
+            .await
+            .unwrap();
+        assert_eq!(list.tasks.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(), [task.id.as_str()]);
+        let config = TaskPushNotificationConfig {
+            id: "c1".into(),
+            task_id: task.id.clone(),
+            url: "http://127.0.0.1:9/hook".into(),
+            ..Default::default()
+        };
+        assert_eq!(client.create_push_config(config).await.unwrap().id, "c1");
+        let which =
+            GetTaskPushNotificationConfigRequest { tenant: String::new(), task_id: task.id.clone(), id: "c1".into() };
+        assert_eq!(client.get_push_config(which.clone()).await.unwrap().url, "http://127.0.0.1:9/hook");
+        let all = ListTaskPushNotificationConfigsRequest { task_id: task.id.clone(), ..Default::default() };
+        assert_eq!(client.list_push_configs(all.clone()).await.unwrap().configs.len(), 1);
+        client.delete_push_config(which).await.unwrap();
+        assert!(client.list_push_configs(all).await.unwrap().configs.is_empty());
+        // A finished task: cancel refused, subscribe refused, each with its kind.
+        let cancel =
+            client.cancel_task(CancelTaskRequest { tenant: String::new(), id: task.id.clone(), metadata: None });
+        match cancel.await {
+            Err(ClientError::Protocol(e)) => assert_eq!(e.kind, ErrorKind::TaskNotCancelable, "{binding:?}"),
+            other => panic!("{binding:?}: {other:?}"),
+        }
+        match client.subscribe_to_task(&task.id).await {
+            Err(ClientError::Protocol(e)) => assert_eq!(e.kind, ErrorKind::UnsupportedOperation, "{binding:?}"),
+            other => panic!("{binding:?}: {:?}", other.map(|_| ())),
+        }
+        match client.get_task(GetTaskRequest { tenant: String::new(), id: "nope".into(), history_length: None }).await {
+            Err(ClientError::Protocol(e)) => {
+                assert_eq!(
+                    (e.kind, e.metadata.get("taskId").map(String::as_str)),
+                    (ErrorKind::TaskNotFound, Some("nope"))
+                )
+            }
+            other => panic!("{binding:?}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_agent_and_a_missing_card_are_told_apart() {
+    let closed = TcpListener::bind("127.0.0.1:0").await.unwrap().local_addr().unwrap();
+    let err = Client::connect(&format!("http://{closed}"), ClientOptions::default()).await.unwrap_err();
+    assert!(matches!(err, ClientError::Transport(_)), "{err:?}");
+    // A server without a card.
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let mut buf = [0u8; 2048];
+            let _ = conn.read(&mut buf).await;
+            let _ = conn.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n").await;
+        }
+    });
+    let err = Client::connect(&url, ClientOptions::default()).await.unwrap_err();
+    assert!(matches!(err, ClientError::Card(_)), "{err:?}");
+}
