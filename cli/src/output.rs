@@ -137,9 +137,19 @@ impl Out {
 
     /// Text printed, files saved (named after the part, else `owner-N`), links shown.
     fn parts(&self, parts: &[Part], owner: &str) {
+        // Text parts run on (an artifact streamed in chunks reads as one text).
+        let mut text = String::new();
         for (n, part) in parts.iter().enumerate() {
+            if let PartContent::Text(t) = &part.content {
+                text.push_str(t);
+                continue;
+            }
+            let run = std::mem::take(&mut text);
+            if !run.is_empty() {
+                println!("{run}");
+            }
             match &part.content {
-                PartContent::Text(text) => println!("{text}"),
+                PartContent::Text(_) => {}
                 PartContent::Data(value) => println!("{value}"),
                 PartContent::Url(url) => println!("{url}"),
                 PartContent::Raw(bytes) => match save(part, owner, n, bytes) {
@@ -147,6 +157,9 @@ impl Out {
                     Err(e) => self.error(&format!("cannot save a file part: {e}")),
                 },
             }
+        }
+        if !text.is_empty() {
+            println!("{text}");
         }
     }
 
