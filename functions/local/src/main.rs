@@ -58,6 +58,10 @@ struct Args {
     /// AGENT_IDLE_TIMEOUT configure the calls.
     #[arg(long, env = "AGENT_URL")]
     agent_url: Option<String>,
+    /// An existing A2A agent to run every turn on (the gateway; README "Gateway"); AGENT_A2A_API_KEY,
+    /// AGENT_A2A_TOKEN or AGENT_A2A_CLIENT_ID/SECRET authenticate to it.
+    #[arg(long, env = "AGENT_A2A_URL")]
+    agent_a2a: Option<String>,
     /// Agent card file (JSON, any subset of an AgentCard; the rest has defaults). Default: the
     /// `agent` crate's card.json.
     #[arg(long, env = "A2A_CARD")]
@@ -196,7 +200,9 @@ fn main() -> Result<(), String> {
         Some(path) => read(path)?,
         None => parse_card_file(agent::CARD).map_err(|e| format!("agent/card.json: {}", e.message))?,
     };
-    let choice = AgentChoice::parse(args.agent.as_deref(), args.agent_url.as_deref()).map_err(|e| e.message)?;
+    let choice =
+        AgentChoice::with_upstream(args.agent.as_deref(), args.agent_url.as_deref(), args.agent_a2a.as_deref())
+            .map_err(|e| e.message)?;
     let extended_card = args.extended_card.as_ref().map(read).transpose()?;
     let auth = args.auth.settings().build().map_err(|e| e.message)?;
     let webhook_allow = AllowList::parse(&args.webhook_allow).map_err(|e| e.message)?;

@@ -1,10 +1,13 @@
 //! The one thing a user implements: an [`AgentExecutor`]. It gets a [`RequestContext`] (the task,
 //! the new message, who sent it, a cancellation signal) and an [`EventSink`] to report status
 //! changes, artifacts (optionally in chunks) and messages. Two agents ship with the crate: `echo`
-//! and `conformance`.
+//! and `conformance`; [`http`] runs an agent in any language over HTTP, [`gateway`] an existing A2A
+//! agent.
 
 mod conformance;
 mod echo;
+#[cfg(feature = "client")]
+pub mod gateway;
 #[cfg(feature = "push")]
 pub mod http;
 
@@ -33,6 +36,9 @@ pub enum AgentChoice {
     /// An agent in any language, over HTTP (`docs/agent-http.md`).
     #[cfg(feature = "push")]
     Http(http::HttpAgentConfig),
+    /// An existing A2A agent behind this host (`--agent-a2a` / `AGENT_A2A_URL`).
+    #[cfg(feature = "client")]
+    Gateway(gateway::GatewayConfig),
 }
 
 impl AgentChoice {
@@ -56,9 +62,27 @@ impl AgentChoice {
         }
     }
 
-    /// From `A2A_AGENT` and `AGENT_URL` (with the `AGENT_*` settings of the HTTP agent).
+    /// From `A2A_AGENT` and `AGENT_URL` (with the `AGENT_*` settings of the HTTP agent), or
+    /// `AGENT_A2A_URL` (with the `AGENT_A2A_*` settings of the gateway).
     pub fn from_env() -> crate::Result<Self> {
-        Self::parse(std::env::var("A2A_AGENT").ok().as_deref(), std::env::var("AGENT_URL").ok().as_deref())
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Self::with_upstream(var("A2A_AGENT").as_deref(), var("AGENT_URL").as_deref(), var("AGENT_A2A_URL").as_deref())
+    }
+
+    /// [`AgentChoice::parse`], or the gateway when `a2a_url` (an upstream A2A agent) is given.
+    pub fn with_upstream(name: Option<&str>, url: Option<&str>, a2a_url: Option<&str>) -> crate::Result<Self> {
+        let Some(upstream) = a2a_url.map(str::trim).filter(|u| !u.is_empty()) else { return Self::parse(name, url) };
+        if url.is_some_and(|u| !u.trim().is_empty()) || name.is_some_and(|n| !matches!(n.trim(), "" | "gateway")) {
+            return Err(crate::A2aError::invalid_params(
+                "--agent-a2a runs an upstream A2A agent: it takes no --agent or --agent-url",
+            ));
+        }
+        #[cfg(feature = "client")]
+        return Ok(Self::Gateway(gateway::GatewayConfig::new(upstream).with_env()));
+        #[cfg(not(feature = "client"))]
+        return Err(crate::A2aError::invalid_params(format!(
+            "this build has no A2A client (feature client) to reach {upstream}"
+        )));
     }
 
     /// The executor; `own` builds the deployment's own agent.
@@ -70,6 +94,8 @@ impl AgentChoice {
             Self::Conformance => Arc::new(ConformanceAgent::new(Arc::new(crate::adapters::memory::SystemClock))),
             #[cfg(feature = "push")]
             Self::Http(config) => Arc::new(http::HttpAgent::new(config).await?),
+            #[cfg(feature = "client")]
+            Self::Gateway(config) => gateway::executor(config),
         })
     }
 }

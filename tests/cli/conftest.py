@@ -1,0 +1,6 @@
+"""The suites of tests/cli share tests/support.py."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
