@@ -400,3 +400,27 @@ def test_key_rotation_while_the_server_runs(tmp_path, backend):
     for token in (old, new):
         for part in token.split("."):
             assert part[:24] not in text
+
+
+# --- the a2a command line as an OAuth 2.0 client ---------------------------------------------------
+
+
+def test_the_command_line_gets_its_token_from_the_cards_client_credentials_flow(server):
+    """`a2a` with a client id and secret: the token URL comes from the card's oauth2 scheme, the
+    token from the provider; the secret never appears in what it prints."""
+    binary = os.environ.get("A2A_BIN")
+    if not binary:
+        pytest.fail("A2A_BIN is not set (run through scripts/test)")
+    env = {**os.environ, "A2A_CLIENT_ID": "alice", "A2A_CLIENT_SECRET": "alice-secret", "A2A_SCOPES": "a2a.call"}
+    ok = subprocess.run([binary, "--json", "send", server, "hello with a token"], capture_output=True, text=True, env=env, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["status"]["state"] == "TASK_STATE_COMPLETED"
+    # Without the scope every request needs: the agent's 403, told apart from a connection failure.
+    narrow = {**env, "A2A_SCOPES": "a2a.admin"}
+    refused = subprocess.run([binary, "send", server, "hi"], capture_output=True, text=True, env=narrow, timeout=60)
+    assert refused.returncode == 4 and "PERMISSION_DENIED" in refused.stderr
+    wrong = {**env, "A2A_CLIENT_SECRET": "not-the-secret"}
+    bad = subprocess.run([binary, "send", server, "hi"], capture_output=True, text=True, env=wrong, timeout=60)
+    assert bad.returncode == 7 and "token endpoint" in bad.stderr
+    for r in (ok, refused, bad):
+        assert "alice-secret" not in r.stdout + r.stderr
