@@ -252,7 +252,12 @@ def test_example_agents_are_callable_only_by_the_task_runner():
     assert RESOURCES["TypeScriptAgentFunction"]["Properties"]["FunctionUrlConfig"]["InvokeMode"] == "RESPONSE_STREAM"
     _, runner = functions()["sqs-task-runner"]
     env = runner["Properties"]["Environment"]["Variables"]
-    assert env["A2A_AGENT"] == {"Fn::If": ["RunsHttpAgent", "http", {"Ref": "AgentKind"}]}
+    assert env["A2A_AGENT"] == {
+        "Fn::If": ["RunsHttpAgent", "http", {"Fn::If": ["RunsGateway", "gateway", {"Ref": "AgentKind"}]}]
+    }
+    # The gateway (AgentA2aUrl) when no agent over HTTP is configured.
+    assert env["AGENT_A2A_URL"] == {"Fn::If": ["RunsGateway", {"Ref": "AgentA2aUrl"}, ""]}
+    assert TEMPLATE["Parameters"]["AgentA2aToken"]["NoEcho"] is True
     assert env["AGENT_AUTH"] == {"Fn::If": ["DeployExampleAgent", "sigv4", ""]}
     assert "PythonAgentFunctionUrl" in json.dumps(env["AGENT_URL"]) and "TypeScriptAgentFunctionUrl" in json.dumps(env["AGENT_URL"])
     invokers = [crate for crate, st in statements() if "lambda:InvokeFunctionUrl" in st["Action"]]
