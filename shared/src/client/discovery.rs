@@ -8,11 +8,13 @@ use super::{ClientError, ClientResult};
 use crate::card::{LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
 use crate::types::{AgentCard, AgentInterface};
 
-/// The bindings this client speaks (A2A 1.0).
+/// The bindings this client speaks: A2A 1.0 JSON-RPC and HTTP+JSON, and 0.3 JSON-RPC for agents
+/// that speak nothing newer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Binding {
     JsonRpc,
     HttpJson,
+    JsonRpc03,
 }
 
 impl Binding {
@@ -20,15 +22,18 @@ impl Binding {
         match self {
             Self::JsonRpc => "JSONRPC",
             Self::HttpJson => "HTTP+JSON",
+            Self::JsonRpc03 => "JSONRPC 0.3",
         }
     }
 
     fn of(interface: &AgentInterface) -> Option<Self> {
         // An interface without a version is taken as 1.0 (the card is a 1.0 card).
         let v1 = interface.protocol_version.is_empty() || interface.protocol_version.starts_with("1.");
+        let v03 = interface.protocol_version.starts_with("0.3");
         match interface.protocol_binding.to_ascii_uppercase().as_str() {
             "JSONRPC" if v1 => Some(Self::JsonRpc),
             "HTTP+JSON" | "REST" if v1 => Some(Self::HttpJson),
+            "JSONRPC" if v03 => Some(Self::JsonRpc03),
             _ => None,
         }
     }
@@ -41,7 +46,8 @@ impl std::str::FromStr for Binding {
         match s.to_ascii_uppercase().as_str() {
             "JSONRPC" | "JSON-RPC" => Ok(Self::JsonRpc),
             "HTTP+JSON" | "REST" | "HTTP" => Ok(Self::HttpJson),
-            other => Err(format!("unknown binding {other:?} (JSONRPC or HTTP+JSON)")),
+            "JSONRPC-0.3" | "JSONRPC03" | "0.3" => Ok(Self::JsonRpc03),
+            other => Err(format!("unknown binding {other:?} (JSONRPC, HTTP+JSON or JSONRPC-0.3)")),
         }
     }
 }
@@ -119,13 +125,17 @@ mod tests {
             iface("JSONRPC", "0.3", "http://old"),
             iface("HTTP+JSON", "1.0", "http://rest"),
             iface("JSONRPC", "1.0", "http://rpc"),
+            iface("HTTP+JSON", "0.3", "http://old-rest"),
         ];
         let (b, i) = choose(&card, None).unwrap();
-        assert_eq!((b, i.url.as_str()), (Binding::HttpJson, "http://rest"));
+        assert_eq!((b, i.url.as_str()), (Binding::HttpJson, "http://rest"), "1.0 before 0.3");
         let (b, i) = choose(&card, Some(Binding::JsonRpc)).unwrap();
         assert_eq!((b, i.url.as_str()), (Binding::JsonRpc, "http://rpc"));
         card.supported_interfaces.truncate(2);
+        let (b, i) = choose(&card, None).unwrap();
+        assert_eq!((b, i.url.as_str()), (Binding::JsonRpc03, "http://old"), "a 0.3-only agent");
+        card.supported_interfaces.truncate(1);
         let err = choose(&card, None).unwrap_err().to_string();
-        assert!(err.contains("GRPC 1.0, JSONRPC 0.3"), "{err}");
+        assert!(err.contains("it offers: GRPC 1.0"), "{err}");
     }
 }

@@ -20,6 +20,7 @@ pub mod credentials;
 pub mod discovery;
 pub mod stream;
 pub mod transport;
+mod v03;
 
 use std::time::Duration;
 

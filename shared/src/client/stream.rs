@@ -63,7 +63,7 @@ async fn events_of(client: &Client, resp: reqwest::Response) -> ClientResult<req
     let body = resp.bytes().await?;
     let value: Value = serde_json::from_slice(&body).map_err(|_| unexpected(status, &body))?;
     Err(match (client.binding, value.get("error")) {
-        (Binding::JsonRpc, Some(error)) => ClientError::Protocol(A2aError::from_jsonrpc(error)),
+        (Binding::JsonRpc | Binding::JsonRpc03, Some(error)) => ClientError::Protocol(A2aError::from_jsonrpc(error)),
         (Binding::HttpJson, Some(_)) => ClientError::Protocol(A2aError::from_rest(status, &value)),
         _ => unexpected(status, &body),
     })
@@ -134,8 +134,11 @@ impl State {
         let value: Value = serde_json::from_str(data)
             .map_err(|e| ClientError::InvalidResponse(format!("a stream event is not JSON: {e}")))?;
         let payload = match self.client.binding {
-            Binding::JsonRpc => match (value.get("error"), value.get("result")) {
+            Binding::JsonRpc | Binding::JsonRpc03 => match (value.get("error"), value.get("result")) {
                 (Some(error), _) => return Err(ClientError::Protocol(A2aError::from_jsonrpc(error))),
+                (None, Some(result)) if self.client.binding == Binding::JsonRpc03 => {
+                    return super::v03::event(result.clone());
+                }
                 (None, Some(result)) => result.clone(),
                 _ => return Err(ClientError::InvalidResponse("a stream event is not a JSON-RPC response".into())),
             },

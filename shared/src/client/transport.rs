@@ -26,8 +26,11 @@ impl Client {
             tokio::time::timeout(self.options.timeout, resp.bytes()).await.map_err(|_| ClientError::Timeout)??;
         let value: Value = if body.is_empty() { Value::Null } else { read_json(status, &body)? };
         let result = match self.binding {
-            Binding::JsonRpc => match (value.get("error"), value.get("result")) {
+            Binding::JsonRpc | Binding::JsonRpc03 => match (value.get("error"), value.get("result")) {
                 (Some(error), _) => return Err(ClientError::Protocol(A2aError::from_jsonrpc(error))),
+                (None, Some(result)) if status == 200 && self.binding == Binding::JsonRpc03 => {
+                    super::v03::result(method, result.clone())?
+                }
                 (None, Some(result)) if status == 200 => result.clone(),
                 _ => return Err(unexpected(status, &body)),
             },
@@ -73,6 +76,14 @@ impl Client {
     fn request(&self, method: &str, params: &Value) -> ClientResult<reqwest::RequestBuilder> {
         let streaming = matches!(method, "SendStreamingMessage" | "SubscribeToTask");
         let req = match self.binding {
+            Binding::JsonRpc03 => {
+                let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+                let (method, params) = super::v03::request(method, params)?;
+                let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+                // A 0.3 agent knows no A2A-Version header.
+                let accept = if streaming { "text/event-stream" } else { "application/json" };
+                return Ok(json_body(self.http.post(&self.url), &body).header("Accept", accept));
+            }
             Binding::JsonRpc => {
                 let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
                 let mut params = params.clone();

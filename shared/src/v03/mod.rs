@@ -330,7 +330,7 @@ impl From<&v1::Task> for Task {
 }
 
 impl Task {
-    fn into_v1(self, path: &str) -> Result<v1::Task> {
+    pub fn into_v1(self, path: &str) -> Result<v1::Task> {
         Ok(v1::Task {
             id: self.id,
             context_id: self.context_id,
