@@ -88,17 +88,22 @@ fn read_card(card: Value) -> ClientResult<AgentCard> {
     serde_json::from_value(card).map_err(|e| ClientError::Card(format!("not an agent card: {e}")))
 }
 
-/// The interface to use: the first of `prefer`'s binding, else the first this client speaks.
+/// The interface to use: the first of `prefer`'s binding, else the first 1.0 one this client
+/// speaks, else 0.3 JSON-RPC.
 pub fn choose(card: &AgentCard, prefer: Option<Binding>) -> ClientResult<(Binding, &AgentInterface)> {
     let spoken = || card.supported_interfaces.iter().filter_map(|i| Binding::of(i).map(|b| (b, i)));
-    prefer.and_then(|want| spoken().find(|(b, _)| *b == want)).or_else(|| spoken().next()).ok_or_else(|| {
+    let chosen = prefer
+        .and_then(|want| spoken().find(|(b, _)| *b == want))
+        .or_else(|| spoken().find(|(b, _)| *b != Binding::JsonRpc03))
+        .or_else(|| spoken().next());
+    chosen.ok_or_else(|| {
         let offered: Vec<String> = card
             .supported_interfaces
             .iter()
             .map(|i| format!("{} {}", i.protocol_binding, i.protocol_version))
             .collect();
         ClientError::Card(format!(
-            "the agent offers no A2A 1.0 JSON-RPC or HTTP+JSON interface (it offers: {})",
+            "the agent offers no A2A 1.0 JSON-RPC or HTTP+JSON interface, nor 0.3 JSON-RPC (it offers: {})",
             if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
         ))
     })
