@@ -31,6 +31,8 @@ pub mod rest_input;
 pub mod rpc_id;
 pub mod runner;
 pub mod service;
+#[cfg(feature = "aws")]
+pub mod sigv4;
 pub mod sse;
 pub mod ssrf;
 pub mod types;

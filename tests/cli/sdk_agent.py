@@ -2,7 +2,10 @@
 and HTTP+JSON beside it, for the client, command-line and gateway tests. It behaves like
 tests/cli/agent.py: "ask ..." asks for a name and greets the follow-up, "slow a b c" streams the
 words 0.3 s apart (a cancel stops it), "fail" fails, anything else is echoed.
-Usage: python3 sdk_agent.py PORT"""
+With --verify-sigv4 REGION SERVICE every request but the card's must carry an AWS Signature V4
+that botocore recomputes from the test credentials (an agent on Bedrock AgentCore is called so);
+mismatches get 403 and print "sigv4 mismatch", matches print "sigv4 ok".
+Usage: python3 sdk_agent.py PORT [--verify-sigv4 REGION SERVICE]"""
 import asyncio
 import sys
 
@@ -48,7 +51,61 @@ class Agent(AgentExecutor):
         await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
 
 
-def main(port: int) -> None:
+def sigv4_ok(scope, headers, body, region, service):
+    """Recomputes the request's signature with botocore; True when it matches what was sent."""
+    import os
+
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    sent = headers.get("authorization", "")
+    if not sent.startswith("AWS4-HMAC-SHA256 "):
+        return False
+    fields = dict(part.strip().split("=", 1) for part in sent[len("AWS4-HMAC-SHA256 "):].split(","))
+    signed = fields["SignedHeaders"].split(";")
+    query = scope.get("query_string", b"").decode()
+    url = f"http://{headers['host']}{scope['path']}" + (f"?{query}" if query else "")
+    request = AWSRequest(method=scope["method"], url=url, data=body, headers={n: headers[n] for n in signed if n in headers})
+    creds = Credentials(os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"], os.environ.get("AWS_SESSION_TOKEN"))
+    auth = SigV4Auth(creds, service, region)
+    request.context["timestamp"] = headers["x-amz-date"]
+    canonical = auth.canonical_request(request)
+    return auth.signature(auth.string_to_sign(request, canonical), request) == fields["Signature"]
+
+
+def verifying_sigv4(app, region, service):
+    """ASGI middleware: every request but the card's must be SigV4-signed."""
+
+    async def middleware(scope, receive, send):
+        if scope["type"] != "http" or scope["path"].startswith("/.well-known/"):
+            return await app(scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+        headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}
+        if not sigv4_ok(scope, headers, body, region, service):
+            print("sigv4 mismatch", flush=True)
+            await send({"type": "http.response.start", "status": 403, "headers": [(b"content-type", b"text/plain")]})
+            return await send({"type": "http.response.body", "body": b"bad signature"})
+        print("sigv4 ok", flush=True)
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await app(scope, replay, send)
+
+    return middleware
+
+
+def main(port: int, sigv4=None) -> None:
     base = f"http://127.0.0.1:{port}"
     card = pb.AgentCard(
         name="SDK test agent",
@@ -65,11 +122,14 @@ def main(port: int) -> None:
     )
     handler = DefaultRequestHandler(agent_executor=Agent(), task_store=InMemoryTaskStore(), agent_card=card)
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/") + create_rest_routes(handler)
-    config = uvicorn.Config(Starlette(routes=routes), host="127.0.0.1", port=port, log_level="warning")
+    app = Starlette(routes=routes)
+    if sigv4:
+        app = verifying_sigv4(app, *sigv4)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
     server = uvicorn.Server(config)
     print("listening", flush=True)
     server.run()
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]))
+    main(int(sys.argv[1]), sys.argv[3:5] if sys.argv[2:3] == ["--verify-sigv4"] else None)

@@ -126,3 +126,49 @@ async def test_push_notifications_through_the_gateway(gateway):
         time.sleep(0.1)
     assert "TASK_STATE_COMPLETED" in states, received
     assert all(b.get("statusUpdate", b.get("artifactUpdate", {})).get("taskId") == started.task.id for _, b in received)
+
+
+def test_sigv4_to_an_upstream_like_agentcore(tmp_path):
+    """AGENT_A2A_AUTH=sigv4: every call to the upstream is signed (service bedrock-agentcore) with
+    the process's AWS credentials; the upstream recomputes each signature with botocore."""
+    creds = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+             "AWS_REGION": "eu-west-1"}
+    port = free_port()
+    log = tmp_path / "upstream.log"
+    env = {**os.environ, **creds}
+    proc = subprocess.Popen([sys.executable, str(HERE / "sdk_agent.py"), str(port), "--verify-sigv4", "eu-west-1",
+                             "bedrock-agentcore"], stdout=open(log, "w"), env=env)
+    upstream = f"http://127.0.0.1:{port}"
+    wait_ready(f"{upstream}/.well-known/agent-card.json", [proc], "the a2a-sdk agent", 30)
+    saved = {k: os.environ.get(k) for k in [*creds, "AGENT_A2A_AUTH"]}
+    os.environ.update({**creds, "AGENT_A2A_AUTH": "sigv4"})
+    try:
+        base, host = a2a_local(["--agent-a2a", upstream])
+    finally:
+        for k, v in saved.items():
+            os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+    try:
+        for streaming in (False, True):
+            r = httpx.post(f"{base}/message:send" if not streaming else f"{base}/message:stream",
+                           json={"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "signed"}]}},
+                           headers={"A2A-Version": "1.0"}, timeout=30)
+            assert r.status_code == 200 and "TASK_STATE_COMPLETED" in r.text, r.text
+        lines = log.read_text().splitlines()
+        assert "sigv4 ok" in lines and "sigv4 mismatch" not in lines, lines
+        # Signed with another secret: the upstream refuses, the task ends FAILED with the reason.
+        os.environ.update({**creds, "AGENT_A2A_AUTH": "sigv4", "AWS_SECRET_ACCESS_KEY": "not-the-secret"})
+        try:
+            wrong, other = a2a_local(["--agent-a2a", upstream])
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        try:
+            body = {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "x"}]}}
+            task = httpx.post(f"{wrong}/message:send", json=body, headers={"A2A-Version": "1.0"}, timeout=30).json()["task"]
+            assert task["status"]["state"] == "TASK_STATE_FAILED"
+            assert "upstream agent" in task["status"]["message"]["parts"][0]["text"]
+            assert "sigv4 mismatch" in log.read_text().splitlines()
+        finally:
+            stop(other)
+    finally:
+        stop(host, proc)

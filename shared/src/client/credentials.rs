@@ -26,6 +26,12 @@ pub enum Credentials {
         scopes: Vec<String>,
         token_url: Option<String>,
     },
+    /// AWS Signature V4 with the process's AWS credentials (an agent on Bedrock AgentCore:
+    /// service `bedrock-agentcore`); needs the `aws` feature.
+    SigV4 {
+        region: String,
+        service: String,
+    },
 }
 
 impl std::fmt::Debug for Credentials {
@@ -35,6 +41,7 @@ impl std::fmt::Debug for Credentials {
             Self::ApiKey(_) => "ApiKey(..)",
             Self::Bearer(_) => "Bearer(..)",
             Self::ClientCredentials { .. } => "ClientCredentials(..)",
+            Self::SigV4 { .. } => "SigV4",
         })
     }
 }
@@ -48,6 +55,9 @@ pub(crate) struct Authorizer {
     token_url: Option<String>,
     /// The client-credentials token and when to stop using it.
     token: Arc<Mutex<Option<(String, Instant)>>>,
+    /// The AWS credentials provider, looked up on first use.
+    #[cfg(feature = "aws")]
+    aws: Arc<tokio::sync::OnceCell<Option<aws_credential_types::provider::SharedCredentialsProvider>>>,
 }
 
 /// A token is renewed this long before it expires.
@@ -75,7 +85,15 @@ impl Authorizer {
                 _ => None,
             }),
         };
-        Self { http, credentials, api_key_header, token_url, token: Arc::new(Mutex::new(None)) }
+        Self {
+            http,
+            credentials,
+            api_key_header,
+            token_url,
+            token: Arc::new(Mutex::new(None)),
+            #[cfg(feature = "aws")]
+            aws: Arc::default(),
+        }
     }
 
     /// `req` with the credentials on it.
@@ -85,7 +103,50 @@ impl Authorizer {
             Credentials::ApiKey(key) => req.header(self.api_key_header.as_str(), key.as_str()),
             Credentials::Bearer(token) => req.bearer_auth(token),
             Credentials::ClientCredentials { .. } => req.bearer_auth(self.client_token().await?),
+            Credentials::SigV4 { .. } => req, // signed once built (see `sign`)
         })
+    }
+
+    /// Signs a built request when the credentials are SigV4 (the signature covers the body).
+    pub(crate) async fn sign(&self, request: &mut reqwest::Request) -> ClientResult<()> {
+        let Credentials::SigV4 { region, service } = &self.credentials else { return Ok(()) };
+        #[cfg(feature = "aws")]
+        {
+            let provider = self
+                .aws
+                .get_or_init(crate::sigv4::default_credentials)
+                .await
+                .as_ref()
+                .ok_or_else(|| ClientError::Credentials("no AWS credentials to sign with".into()))?;
+            let scope = crate::sigv4::Scope { region: region.clone(), service: service.clone() };
+            let signed: Vec<(String, String)> = request
+                .headers()
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .map(|v| vec![("content-type".to_string(), v.to_string())])
+                .unwrap_or_default();
+            let body = request.body().and_then(reqwest::Body::as_bytes).unwrap_or_default().to_vec();
+            let method = request.method().to_string();
+            let url = request.url().to_string();
+            let headers = crate::sigv4::headers(provider, &scope, &method, &url, &signed, &body)
+                .await
+                .map_err(ClientError::Credentials)?;
+            for (name, value) in headers {
+                let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|e| ClientError::Credentials(e.to_string()))?;
+                let value = reqwest::header::HeaderValue::from_str(&value)
+                    .map_err(|e| ClientError::Credentials(e.to_string()))?;
+                request.headers_mut().insert(name, value);
+            }
+            Ok(())
+        }
+        #[cfg(not(feature = "aws"))]
+        {
+            let _ = request;
+            Err(ClientError::Credentials(format!(
+                "this build cannot sign with SigV4 for {service} in {region} (feature aws)"
+            )))
+        }
     }
 
     /// Forgets a token the agent refused (it may have been revoked or rotated).

@@ -58,9 +58,11 @@ impl Client {
             if let Some(id) = last_event_id {
                 req = req.header("Last-Event-ID", id.to_string());
             }
-            let req = self.credentials.apply(req).await?;
-            let resp =
-                tokio::time::timeout(self.options.timeout, req.send()).await.map_err(|_| ClientError::Timeout)??;
+            let mut request = self.credentials.apply(req).await?.build()?;
+            self.credentials.sign(&mut request).await?;
+            let resp = tokio::time::timeout(self.options.timeout, self.http.execute(request))
+                .await
+                .map_err(|_| ClientError::Timeout)??;
             if resp.status() == 401
                 && !retried
                 && matches!(self.options.credentials, super::Credentials::ClientCredentials { .. })

@@ -42,12 +42,19 @@ impl GatewayConfig {
         Self { url: url.into(), credentials: Credentials::None, prefer: None, timeout: Duration::from_secs(300) }
     }
 
-    /// With the `AGENT_A2A_*` settings: `AGENT_A2A_API_KEY`, `AGENT_A2A_TOKEN`, or
+    /// With the `AGENT_A2A_*` settings: `AGENT_A2A_API_KEY`, `AGENT_A2A_TOKEN`,
     /// `AGENT_A2A_CLIENT_ID` + `AGENT_A2A_CLIENT_SECRET` (+ `AGENT_A2A_SCOPES`,
-    /// `AGENT_A2A_TOKEN_URL`); `AGENT_A2A_BINDING` (JSONRPC or HTTP+JSON); `AGENT_A2A_TIMEOUT` (s).
+    /// `AGENT_A2A_TOKEN_URL`), or `AGENT_A2A_AUTH=sigv4` (+ `AGENT_A2A_SIGV4_SERVICE`, default
+    /// `bedrock-agentcore`; region from `AWS_REGION`); `AGENT_A2A_BINDING` (JSONRPC, HTTP+JSON or
+    /// JSONRPC-0.3); `AGENT_A2A_TIMEOUT` (s).
     pub fn with_env(mut self) -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let sigv4 = var("AGENT_A2A_AUTH").is_some_and(|a| a.eq_ignore_ascii_case("sigv4"));
         self.credentials = match (var("AGENT_A2A_TOKEN"), var("AGENT_A2A_CLIENT_ID"), var("AGENT_A2A_API_KEY")) {
+            _ if sigv4 => Credentials::SigV4 {
+                region: var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION")).unwrap_or_else(|| "us-east-1".into()),
+                service: var("AGENT_A2A_SIGV4_SERVICE").unwrap_or_else(|| "bedrock-agentcore".into()),
+            },
             (Some(token), _, _) => Credentials::Bearer(token),
             (None, Some(client_id), _) => Credentials::ClientCredentials {
                 client_id,

@@ -182,7 +182,7 @@ impl HttpAgent {
             .map_err(|e| crate::A2aError::internal(format!("agent client: {e}")))?;
         #[cfg(feature = "aws")]
         let credentials = match &config.auth {
-            AgentAuth::SigV4 { .. } => crate::adapters::aws::sdk_config().await.credentials_provider(),
+            AgentAuth::SigV4 { .. } => crate::sigv4::default_credentials().await,
             _ => None,
         };
         Ok(Self {
@@ -215,8 +215,7 @@ impl HttpAgent {
         Ok(request)
     }
 
-    /// The SigV4 headers (`authorization`, `x-amz-date`, `x-amz-security-token`, and the payload
-    /// hash) for a Lambda Function URL.
+    /// The SigV4 headers for a Lambda Function URL.
     #[cfg(feature = "aws")]
     async fn sign(
         &self,
@@ -224,42 +223,12 @@ impl HttpAgent {
         headers: &[(String, String)],
         body: &[u8],
     ) -> Result<Vec<(String, String)>, AgentError> {
-        use aws_credential_types::provider::ProvideCredentials;
-        use aws_sigv4::http_request::{sign, SignableBody, SignableRequest, SigningSettings};
-        use aws_sigv4::sign::v4;
-        use sha2::{Digest, Sha256};
-
         let provider =
             self.credentials.as_ref().ok_or_else(|| failed("no AWS credentials to sign the agent call with"))?;
-        let credentials = provider
-            .provide_credentials()
+        let scope = crate::sigv4::Scope { region: region.to_string(), service: "lambda".into() };
+        crate::sigv4::headers(provider, &scope, "POST", &self.config.url, headers, body)
             .await
-            .map_err(|e| failed(format!("no AWS credentials to sign the agent call with: {e}")))?;
-        let identity = credentials.into();
-        let params = v4::SigningParams::builder()
-            .identity(&identity)
-            .region(region)
-            .name("lambda")
-            .time(std::time::SystemTime::now())
-            .settings(SigningSettings::default())
-            .build()
-            .map_err(|e| failed(format!("signing the agent call: {e}")))?
-            .into();
-        let hash: String = Sha256::digest(body).iter().map(|b| format!("{b:02x}")).collect();
-        let mut all: Vec<(String, String)> = headers.to_vec();
-        all.push(("x-amz-content-sha256".into(), hash.clone()));
-        let signable = SignableRequest::new(
-            "POST",
-            self.config.url.as_str(),
-            all.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-            SignableBody::Precomputed(hash.clone()),
-        )
-        .map_err(|e| failed(format!("signing the agent call: {e}")))?;
-        let (instructions, _) =
-            sign(signable, &params).map_err(|e| failed(format!("signing the agent call: {e}")))?.into_parts();
-        let mut out = vec![("x-amz-content-sha256".to_string(), hash)];
-        out.extend(instructions.headers().map(|(k, v)| (k.to_string(), v.to_string())));
-        Ok(out)
+            .map_err(|e| failed(format!("the agent call: {e}")))
     }
 
     /// Best effort: tell the agent the run was cancelled (bounded, errors ignored).
