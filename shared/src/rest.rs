@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::auth::Principal;
 use crate::dispatch::{call, decode, Op, Output};
 use crate::error::{A2aError, ErrorKind, Result};
+use crate::operation::Operation;
 use crate::response::{frame_stream, json_response, rest_error, sse_response, with_task_seq, HttpResponse};
 use crate::rest_input::{body_object, query_object};
 use crate::service::Service;
@@ -29,6 +30,25 @@ pub enum Route {
     GetPushConfig { task_id: String, id: String },
     DeletePushConfig { task_id: String, id: String },
     GetExtendedCard,
+}
+
+impl Route {
+    /// The operation the route serves.
+    pub fn operation(&self) -> Operation {
+        match self {
+            Self::SendMessage => Operation::SendMessage,
+            Self::SendStreamingMessage => Operation::SendStreamingMessage,
+            Self::ListTasks => Operation::ListTasks,
+            Self::GetTask { .. } => Operation::GetTask,
+            Self::CancelTask { .. } => Operation::CancelTask,
+            Self::SubscribeToTask { .. } => Operation::SubscribeToTask,
+            Self::CreatePushConfig { .. } => Operation::CreateTaskPushNotificationConfig,
+            Self::ListPushConfigs { .. } => Operation::ListTaskPushNotificationConfigs,
+            Self::GetPushConfig { .. } => Operation::GetTaskPushNotificationConfig,
+            Self::DeletePushConfig { .. } => Operation::DeleteTaskPushNotificationConfig,
+            Self::GetExtendedCard => Operation::GetExtendedAgentCard,
+        }
+    }
 }
 
 /// Why a path did not route.

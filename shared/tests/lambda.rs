@@ -19,6 +19,7 @@ use a2a::executor::{AgentExecutor, EchoAgent};
 use a2a::lambda::http::{handle, handle_streaming, Endpoint};
 use a2a::lambda::sqs::{deliver_pushes, run_tasks};
 use a2a::lambda::{Deps, LambdaSettings};
+use a2a::operation::Operation;
 use a2a::ssrf::AllowList;
 use aws_lambda_events::event::sqs::SqsEvent;
 use bytes::Bytes;
@@ -144,12 +145,13 @@ async fn every_fixture_through_its_function() {
     let w = world("127.0.0.1/32").await;
 
     // http-send-message
-    let (s, v) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_ok.json").await;
+    let (s, v) = call(&w.http, Endpoint::Operation(Operation::SendMessage), "apigw-v2_send-message_ok.json").await;
     assert_eq!((s, v["task"]["id"].as_str()), (200, Some(TASK_ID)), "{v}");
     assert_eq!(v["task"]["status"]["state"], "TASK_STATE_SUBMITTED");
-    let (s, v) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_tenant.json").await;
+    let (s, v) = call(&w.http, Endpoint::Operation(Operation::SendMessage), "apigw-v2_send-message_tenant.json").await;
     assert_eq!(s, 200, "{v}");
-    let (s, v) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_bad-request.json").await;
+    let (s, v) =
+        call(&w.http, Endpoint::Operation(Operation::SendMessage), "apigw-v2_send-message_bad-request.json").await;
     assert_eq!(s, 400);
     assert!(v["error"]["message"].as_str().unwrap().contains("message.messageId"), "{v}");
     // A request routed to the wrong function is refused, naming the function's operation.
@@ -164,26 +166,48 @@ async fn every_fixture_through_its_function() {
     assert_eq!(failed, ["0a0b0c0d-0000-4000-8000-000000000002"], "only the poison record fails");
 
     // http-get-task sees COMPLETED; the other HTTP functions on their fixtures.
-    let (s, v) = call(&w.http, Endpoint::GetTask, "apigw-v2_get-task_ok.json").await;
+    let (s, v) = call(&w.http, Endpoint::Operation(Operation::GetTask), "apigw-v2_get-task_ok.json").await;
     assert_eq!((s, v["status"]["state"].as_str()), (200, Some("TASK_STATE_COMPLETED")), "{v}");
     assert_eq!(v["artifacts"][0]["parts"][0]["text"], "hello from a fixture");
     assert_eq!(v["history"].as_array().unwrap().len(), 1);
-    let (s, v) = call(&w.http, Endpoint::GetTask, "apigw-v2_get-task_not-found.json").await;
+    let (s, v) = call(&w.http, Endpoint::Operation(Operation::GetTask), "apigw-v2_get-task_not-found.json").await;
     assert_eq!((s, v["error"]["details"][0]["reason"].as_str()), (404, Some("TASK_NOT_FOUND")));
-    let (s, v) = call(&w.http, Endpoint::ListTasks, "apigw-v2_list-tasks_ok.json").await;
+    let (s, v) = call(&w.http, Endpoint::Operation(Operation::ListTasks), "apigw-v2_list-tasks_ok.json").await;
     assert_eq!(s, 200, "{v}");
     assert_eq!(v["nextPageToken"], "");
-    let (s, v) = call(&w.http, Endpoint::CancelTask, "apigw-v2_cancel-task_ok.json").await;
+    let (s, v) = call(&w.http, Endpoint::Operation(Operation::CancelTask), "apigw-v2_cancel-task_ok.json").await;
     assert_eq!((s, v["error"]["details"][0]["reason"].as_str()), (409, Some("TASK_NOT_CANCELABLE")), "{v}");
-    let (s, v) = call(&w.http, Endpoint::CreatePushConfig, "apigw-v2_create-push-config_ok.json").await;
+    let (s, v) = call(
+        &w.http,
+        Endpoint::Operation(Operation::CreateTaskPushNotificationConfig),
+        "apigw-v2_create-push-config_ok.json",
+    )
+    .await;
     assert_eq!((s, v["id"].as_str()), (200, Some("fixture-config")), "{v}");
-    let (s, v) = call(&w.http, Endpoint::GetPushConfig, "apigw-v2_get-push-config_ok.json").await;
+    let (s, v) = call(
+        &w.http,
+        Endpoint::Operation(Operation::GetTaskPushNotificationConfig),
+        "apigw-v2_get-push-config_ok.json",
+    )
+    .await;
     assert_eq!((s, v["url"].as_str()), (200, Some("https://93.184.216.34/a2a")));
-    let (s, v) = call(&w.http, Endpoint::ListPushConfigs, "apigw-v2_list-push-configs_ok.json").await;
+    let (s, v) = call(
+        &w.http,
+        Endpoint::Operation(Operation::ListTaskPushNotificationConfigs),
+        "apigw-v2_list-push-configs_ok.json",
+    )
+    .await;
     assert_eq!((s, v["configs"].as_array().map(Vec::len)), (200, Some(1)));
-    let (s, _) = call(&w.http, Endpoint::DeletePushConfig, "apigw-v2_delete-push-config_ok.json").await;
+    let (s, _) = call(
+        &w.http,
+        Endpoint::Operation(Operation::DeleteTaskPushNotificationConfig),
+        "apigw-v2_delete-push-config_ok.json",
+    )
+    .await;
     assert_eq!(s, 200);
-    let (s, v) = call(&w.http, Endpoint::ExtendedCard, "apigw-v2_extended-card_unsupported.json").await;
+    let (s, v) =
+        call(&w.http, Endpoint::Operation(Operation::GetExtendedAgentCard), "apigw-v2_extended-card_unsupported.json")
+            .await;
     assert_eq!((s, v["error"]["details"][0]["reason"].as_str()), (400, Some("UNSUPPORTED_OPERATION")));
     let (s, v) = call(&w.http, Endpoint::AgentCard, "apigw-v2_agent-card_ok.json").await;
     assert_eq!((s, v["supportedInterfaces"][0]["url"].as_str()), (200, Some("https://agent.example.com")));
@@ -239,7 +263,7 @@ async fn streaming_and_push_delivery_end_to_end() {
     assert_eq!(kinds, ["task", "artifact", "status"], "{body}");
 
     // sqs-push-delivery on its fixture: the fixture task's config points at a local receiver.
-    let (s, _) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_ok.json").await;
+    let (s, _) = call(&w.http, Endpoint::Operation(Operation::SendMessage), "apigw-v2_send-message_ok.json").await;
     assert_eq!(s, 200);
     let cfg = json!({"id": "fixture-config", "url": hook, "token": "t"}).to_string();
     let req = http::Request::post(format!("/tasks/{TASK_ID}/pushNotificationConfigs"))
@@ -277,7 +301,7 @@ async fn the_task_runner_calls_an_agent_over_http() {
     let agent = HttpAgent::new(HttpAgentConfig::new(url)).await.unwrap();
     let w = world_running("127.0.0.1/32", 3, Arc::new(agent)).await;
     // http-send-message (non-blocking), then the work queue through the sqs-task-runner handler.
-    let (s, v) = call(&w.http, Endpoint::SendMessage, "apigw-v2_send-message_ok.json").await;
+    let (s, v) = call(&w.http, Endpoint::Operation(Operation::SendMessage), "apigw-v2_send-message_ok.json").await;
     assert_eq!(s, 200, "{v}");
     let mut handled = 0;
     for _ in 0..10 {
@@ -287,7 +311,7 @@ async fn the_task_runner_calls_an_agent_over_http() {
         }
     }
     assert_eq!(handled, 1);
-    let (s, task) = call(&w.http, Endpoint::GetTask, "apigw-v2_get-task_ok.json").await;
+    let (s, task) = call(&w.http, Endpoint::Operation(Operation::GetTask), "apigw-v2_get-task_ok.json").await;
     assert_eq!(s, 200);
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
     assert_eq!(task["artifacts"][0]["parts"].as_array().unwrap().len(), 2, "{task}");
@@ -439,7 +463,8 @@ async fn jwt_authorizer_claims_are_the_principal() {
     };
     let w = world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), auth).await;
     let fixture_name = "apigw-v2_send-message_jwt-authorizer.json";
-    let (status, _, body) = answer(&w.http, Endpoint::SendMessage, http_fixture(fixture_name)).await;
+    let (status, _, body) =
+        answer(&w.http, Endpoint::Operation(Operation::SendMessage), http_fixture(fixture_name)).await;
     assert_eq!(status, 200, "{body}");
     let task_id = body["task"]["id"].as_str().unwrap().to_string();
     let claims: Value = serde_json::from_str::<Value>(&fixture(fixture_name)).unwrap()["requestContext"]["authorizer"]
@@ -447,14 +472,14 @@ async fn jwt_authorizer_claims_are_the_principal() {
         .clone();
     let get = |claims: Option<Value>| with_claims(fixture_name, claims, "GET", &format!("/tasks/{task_id}"));
 
-    let (status, _, body) = answer(&w.http, Endpoint::GetTask, get(Some(claims.clone()))).await;
+    let (status, _, body) = answer(&w.http, Endpoint::Operation(Operation::GetTask), get(Some(claims.clone()))).await;
     assert_eq!((status, body["id"].as_str()), (200, Some(task_id.as_str())));
     // Another client's claims: another principal.
     let mut other = claims.clone();
     other["sub"] = json!("b0b");
-    assert_eq!(answer(&w.http, Endpoint::GetTask, get(Some(other))).await.0, 404);
+    assert_eq!(answer(&w.http, Endpoint::Operation(Operation::GetTask), get(Some(other))).await.0, 404);
     // Not through the authorizer (a token, but no verified claims): refused, challenged.
-    let (status, challenges, body) = answer(&w.http, Endpoint::GetTask, get(None)).await;
+    let (status, challenges, body) = answer(&w.http, Endpoint::Operation(Operation::GetTask), get(None)).await;
     assert_eq!(status, 401);
     assert_eq!(challenges.len(), 1);
     assert!(challenges[0].starts_with(r#"Bearer realm="a2a", error="invalid_token""#), "{challenges:?}");
@@ -462,7 +487,7 @@ async fn jwt_authorizer_claims_are_the_principal() {
     // Claims without the scope every request needs; then the per-operation scope.
     let mut narrow = claims.clone();
     narrow["scope"] = json!("a2a/other");
-    let (status, challenges, _) = answer(&w.http, Endpoint::GetTask, get(Some(narrow))).await;
+    let (status, challenges, _) = answer(&w.http, Endpoint::Operation(Operation::GetTask), get(Some(narrow))).await;
     assert_eq!(
         (status, challenges[0].as_str()),
         (403, r#"Bearer realm="a2a", error="insufficient_scope", scope="a2a/call""#)
@@ -470,7 +495,8 @@ async fn jwt_authorizer_claims_are_the_principal() {
     let mut create =
         with_claims(fixture_name, Some(claims), "POST", &format!("/tasks/{task_id}/pushNotificationConfigs"));
     *create.body_mut() = lambda_http::Body::Text(json!({"url": "https://93.184.216.34/a2a"}).to_string());
-    let (status, challenges, body) = answer(&w.http, Endpoint::CreatePushConfig, create).await;
+    let (status, challenges, body) =
+        answer(&w.http, Endpoint::Operation(Operation::CreateTaskPushNotificationConfig), create).await;
     assert_eq!(status, 403, "{body}");
     assert_eq!(challenges, [r#"Bearer realm="a2a", error="insufficient_scope", scope="a2a/push""#]);
     assert_eq!(body["error"]["status"], "PERMISSION_DENIED");

@@ -5,8 +5,9 @@
   "fail"          ends FAILED
   anything else   echoes the text, with the names and sizes of attached files
 Usage: python3 agent.py PORT"""
-import base64, json, sys, time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import base64, sys, time
+from http.server import ThreadingHTTPServer
+from pathlib import Path
 
 cancelled = set()
 
@@ -50,30 +51,17 @@ def turn(request, emit):
     emit(status("TASK_STATE_COMPLETED"))
 
 
-class Handler(BaseHTTPRequestHandler):
-    def do_POST(self):  # noqa: N802 (the standard library's name)
-        request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        if request["kind"] == "cancel":
-            cancelled.add(request["run"]["id"])
-            return self.send_response(204) or self.end_headers()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-ndjson")
-        self.end_headers()
-
-        def emit(event):
-            try:
-                self.wfile.write(json.dumps(event).encode() + b"\n")
-                self.wfile.flush()
-            except OSError:
-                cancelled.add(request["run"]["id"])
-
-        turn(request, emit)
-
-    def log_message(self, *args):
-        pass
-
-
 if __name__ == "__main__":
-    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+    # The example agent's HTTP server (the contract's framing, cancel requests), with these turns.
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "examples/agents/python/agent.py"
+    spec = importlib.util.spec_from_file_location("example_agent", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+
+    example.turn = turn
+    example.cancelled = cancelled
+    server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), example.Handler)
     print("listening", flush=True)
     server.serve_forever()

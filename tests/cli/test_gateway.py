@@ -5,7 +5,6 @@ multi-turn through the upstream's INPUT_REQUIRED, a cancel forwarded to the upst
 upstream failure ending the task FAILED with its reason, and push notifications through the host."""
 
 import os
-import subprocess
 import sys
 import time
 import uuid
@@ -15,27 +14,17 @@ import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
 
-from support import a2a_local, free_port, stop, wait_ready, webhook_receiver
+from conftest import spawn_agent
+from support import a2a_local, stop, webhook_receiver
 
-HERE = __import__("pathlib").Path(__file__).resolve().parent
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture(scope="module")
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def upstream():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(HERE / "sdk_agent.py"), str(port)])
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(f"{url}/.well-known/agent-card.json", [proc], "the a2a-sdk agent", 30)
-    yield url
-    stop(proc)
+def upstream(sdk):
+    return sdk
 
 
 @pytest.fixture(scope="module", params=["memory", "aws"])
@@ -133,13 +122,9 @@ def test_sigv4_to_an_upstream_like_agentcore(tmp_path):
     the process's AWS credentials; the upstream recomputes each signature with botocore."""
     creds = {"AWS_ACCESS_KEY_ID": "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
              "AWS_REGION": "eu-west-1"}
-    port = free_port()
     log = tmp_path / "upstream.log"
-    env = {**os.environ, **creds}
-    proc = subprocess.Popen([sys.executable, str(HERE / "sdk_agent.py"), str(port), "--verify-sigv4", "eu-west-1",
-                             "bedrock-agentcore"], stdout=open(log, "w"), env=env)
-    upstream = f"http://127.0.0.1:{port}"
-    wait_ready(f"{upstream}/.well-known/agent-card.json", [proc], "the a2a-sdk agent", 30)
+    upstream, proc = spawn_agent(sys.executable, "sdk_agent.py", "--verify-sigv4", "eu-west-1", "bedrock-agentcore",
+                                 stdout=open(log, "w"), env={**os.environ, **creds})
     saved = {k: os.environ.get(k) for k in [*creds, "AGENT_A2A_AUTH"]}
     os.environ.update({**creds, "AGENT_A2A_AUTH": "sigv4"})
     try:

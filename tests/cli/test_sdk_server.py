@@ -2,26 +2,10 @@
 Python SDK (a2a-sdk 1.x server, tests/cli/sdk_agent.py), over JSON-RPC and HTTP+JSON: the card,
 blocking and streaming sends, multi-turn, cancel, subscribe, list and a protocol error."""
 
-import subprocess
-import sys
 import time
 
 import pytest
 from test_cli import BINDINGS, lines, run
-
-from support import free_port, stop, wait_ready
-
-HERE = __import__("pathlib").Path(__file__).resolve().parent
-
-
-@pytest.fixture(scope="module")
-def sdk():
-    port = free_port()
-    proc = subprocess.Popen([sys.executable, str(HERE / "sdk_agent.py"), str(port)])
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(f"{url}/.well-known/agent-card.json", [proc], "the a2a-sdk agent", 30)
-    yield url
-    stop(proc)
 
 
 @pytest.mark.parametrize("binding", BINDINGS)

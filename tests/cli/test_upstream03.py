@@ -4,7 +4,6 @@ over 0.3 JSON-RPC (the card offers nothing newer), and the gateway puts it behin
 the official a2a-sdk 1.x client drives on both bindings."""
 
 import os
-import subprocess
 import time
 import uuid
 
@@ -12,18 +11,12 @@ import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
 from a2a.types import a2a_pb2 as pb
+from conftest import spawn_agent
 from test_cli import lines, run
 
-from support import a2a_local, free_port, stop, wait_ready
-
-HERE = __import__("pathlib").Path(__file__).resolve().parent
+from support import a2a_local, stop
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def anyio_backend():
-    return "asyncio"
 
 
 @pytest.fixture(scope="module")
@@ -31,10 +24,7 @@ def agent03():
     python = os.environ.get("A2A_PY03")
     if not python:
         pytest.fail("A2A_PY03 is not set (the a2a-sdk 0.3 venv's python; scripts/test sets it)")
-    port = free_port()
-    proc = subprocess.Popen([python, str(HERE / "sdk03_agent.py"), str(port)])
-    url = f"http://127.0.0.1:{port}"
-    wait_ready(f"{url}/.well-known/agent-card.json", [proc], "the a2a-sdk 0.3 agent", 30)
+    url, proc = spawn_agent(python, "sdk03_agent.py")
     yield url
     stop(proc)
 

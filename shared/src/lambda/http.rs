@@ -19,7 +19,8 @@ use crate::auth::GatewayClaims;
 use crate::card::{LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
 use crate::error::{A2aError, ErrorKind};
 use crate::http::{binding_of, jsonrpc_error_response, rest_error, Binding, Body, HttpResponse, Service};
-use crate::rest::{route, Route};
+use crate::operation::Operation;
+use crate::rest::route;
 
 /// What one function serves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,17 +30,8 @@ pub enum Endpoint {
     /// `POST /`: every JSON-RPC method.
     JsonRpc,
     AgentCard,
-    SendMessage,
-    SendStreamingMessage,
-    GetTask,
-    ListTasks,
-    CancelTask,
-    SubscribeToTask,
-    CreatePushConfig,
-    GetPushConfig,
-    ListPushConfigs,
-    DeletePushConfig,
-    ExtendedCard,
+    /// The HTTP+JSON routes of one operation (with and without a tenant).
+    Operation(Operation),
 }
 
 /// The endpoint a request is for (`None`: no such route).
@@ -50,19 +42,7 @@ pub fn endpoint_of(method: &Method, path: &str) -> Option<Endpoint> {
     if binding_of(path) == Binding::JsonRpc {
         return Some(Endpoint::JsonRpc);
     }
-    Some(match route(method, path).ok()?.0 {
-        Route::SendMessage => Endpoint::SendMessage,
-        Route::SendStreamingMessage => Endpoint::SendStreamingMessage,
-        Route::ListTasks => Endpoint::ListTasks,
-        Route::GetTask { .. } => Endpoint::GetTask,
-        Route::CancelTask { .. } => Endpoint::CancelTask,
-        Route::SubscribeToTask { .. } => Endpoint::SubscribeToTask,
-        Route::CreatePushConfig { .. } => Endpoint::CreatePushConfig,
-        Route::ListPushConfigs { .. } => Endpoint::ListPushConfigs,
-        Route::GetPushConfig { .. } => Endpoint::GetPushConfig,
-        Route::DeletePushConfig { .. } => Endpoint::DeletePushConfig,
-        Route::GetExtendedCard => Endpoint::ExtendedCard,
-    })
+    Some(Endpoint::Operation(route(method, path).ok()?.0.operation()))
 }
 
 /// Turns a Lambda HTTP event into the engine's request type.
