@@ -24,6 +24,7 @@ async fn serve() -> Embedded {
         push_retry: Default::default(),
         push_timeout: std::time::Duration::from_secs(2),
         edge: None,
+        grpc_address: None,
     })
     .await
     .unwrap()

@@ -93,6 +93,7 @@ async fn main() {
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(5),
         edge: None,
+        grpc_address: None,
     })
     .await
     .unwrap();

@@ -18,10 +18,12 @@ pub const WELL_KNOWN_PATH: &str = "/.well-known/agent-card.json";
 pub const LEGACY_WELL_KNOWN_PATH: &str = "/.well-known/agent.json";
 
 /// What the server can actually do, so the card never claims more.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ServerAbilities {
     pub streaming: bool,
     pub push_notifications: bool,
+    /// The gRPC binding's `host:port`, when it is served.
+    pub grpc_address: Option<String>,
 }
 
 /// The card as written in a card file: any subset of an `AgentCard`.
@@ -144,12 +146,16 @@ impl CardService {
         };
         // 1.0 first (clients take the first interface they speak); 0.3 HTTP+JSON lives under `/v1/`
         // of the same base URL, as 0.3 clients expect.
-        card.supported_interfaces = vec![
-            interface("JSONRPC", "1.0"),
-            interface("HTTP+JSON", "1.0"),
-            interface("JSONRPC", "0.3"),
-            interface("HTTP+JSON", "0.3"),
-        ];
+        card.supported_interfaces = vec![interface("JSONRPC", "1.0"), interface("HTTP+JSON", "1.0")];
+        if let Some(address) = &abilities.grpc_address {
+            card.supported_interfaces.push(AgentInterface {
+                url: address.clone(),
+                protocol_binding: "GRPC".into(),
+                tenant: String::new(),
+                protocol_version: "1.0".into(),
+            });
+        }
+        card.supported_interfaces.extend([interface("JSONRPC", "0.3"), interface("HTTP+JSON", "0.3")]);
         let caps = &mut card.capabilities;
         caps.streaming = Some(abilities.streaming && caps.streaming.unwrap_or(true));
         caps.push_notifications = Some(abilities.push_notifications && caps.push_notifications.unwrap_or(true));

@@ -58,6 +58,28 @@ impl Op {
     }
 }
 
+impl Op {
+    /// The operation of a 1.0 method name (JSON-RPC and gRPC share them) with its params as JSON
+    /// (errors name fields under `field`); `None` for another name.
+    pub fn decode_v1(method: &str, params: &str, field: &str) -> Result<Option<Self>> {
+        let p = field;
+        Ok(Some(match method {
+            "SendMessage" => Op::SendMessage(decode_str(params, p)?),
+            "SendStreamingMessage" => Op::SendStreamingMessage(decode_str(params, p)?),
+            "GetTask" => Op::GetTask(decode_str(params, p)?),
+            "ListTasks" => Op::ListTasks(decode_str(params, p)?),
+            "CancelTask" => Op::CancelTask(decode_str(params, p)?),
+            "SubscribeToTask" => Op::SubscribeToTask(decode_str(params, p)?),
+            "CreateTaskPushNotificationConfig" => Op::CreatePushConfig(decode_str(params, p)?),
+            "GetTaskPushNotificationConfig" => Op::GetPushConfig(decode_str(params, p)?),
+            "ListTaskPushNotificationConfigs" => Op::ListPushConfigs(decode_str(params, p)?),
+            "DeleteTaskPushNotificationConfig" => Op::DeletePushConfig(decode_str(params, p)?),
+            "GetExtendedAgentCard" => Op::GetExtendedCard,
+            _ => return Ok(None),
+        }))
+    }
+}
+
 pub enum Output {
     SendMessage(SendMessageResponse),
     Task(Task),
@@ -67,6 +89,23 @@ pub enum Output {
     Empty,
     Card(AgentCard),
     Stream(ResponseStream),
+}
+
+impl Output {
+    /// The 1.0 result as ProtoJSON (a stream has none: its events are encoded one by one).
+    pub fn into_json(self) -> serde_json::Value {
+        let value = match self {
+            Output::SendMessage(r) => serde_json::to_value(r),
+            Output::Task(t) => serde_json::to_value(t),
+            Output::ListTasks(r) => serde_json::to_value(r),
+            Output::PushConfig(c) => serde_json::to_value(c),
+            Output::PushConfigs(c) => serde_json::to_value(c),
+            Output::Empty => Ok(serde_json::json!({})),
+            Output::Card(c) => serde_json::to_value(c),
+            Output::Stream(_) => Ok(serde_json::Value::Null),
+        };
+        value.unwrap_or(serde_json::Value::Null)
+    }
 }
 
 /// Runs `op` for a caller allowed it (the authenticator's per-operation check comes first). A task result comes with the sequence number of the last event it reflects (sent as

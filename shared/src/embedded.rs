@@ -57,6 +57,8 @@ pub struct EmbeddedConfig {
     pub push_timeout: Duration,
     /// Also publish every event to this edge worker (its Durable Object hub serves the streams).
     pub edge: Option<crate::adapters::edge_publisher::EdgeSettings>,
+    /// Where the gRPC binding listens (`host:port`), declared in the card; `None`: not served.
+    pub grpc_address: Option<String>,
 }
 
 /// A running embedded agent.
@@ -179,7 +181,7 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
         Backend::Aws(options) => aws_wiring(options, config.push_retry).await?,
     };
     let deliverer = Arc::new(Deliverer::new(config.webhook_allow.clone(), config.push_timeout)?);
-    let abilities = ServerAbilities { streaming: true, push_notifications: true };
+    let abilities = ServerAbilities { streaming: true, push_notifications: true, grpc_address: config.grpc_address };
     let card = CardService::new(
         config.card,
         config.extended_card,

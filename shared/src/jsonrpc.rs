@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::dispatch::{call, decode_str, Op, Output};
 use crate::error::{A2aError, Result};
@@ -135,7 +135,7 @@ async fn dispatch(
             let framing = Framing::JsonRpc { id, v03: wire == Wire::V03 };
             return Ok(sse_response(frame_stream(events, framing), service.limits.keep_alive));
         }
-        (output, Wire::V1) => result_body(&id, &encode_v1(output)),
+        (output, Wire::V1) => result_body(&id, &output.into_json()),
         (output, Wire::V03) => result_body(&id, &encode_v03(output)),
     };
     Ok(with_task_seq(json_response(StatusCode::OK, body), seq))
@@ -144,20 +144,12 @@ async fn dispatch(
 fn decode_op(method: &str, params: &str) -> Result<(Op, Wire)> {
     use Wire::*;
     let p = "params";
+    if let Some(op) = Op::decode_v1(method, params, p)? {
+        return Ok((op, V1));
+    }
     Ok(match method {
-        "SendMessage" => (Op::SendMessage(decode_str(params, p)?), V1),
-        "SendStreamingMessage" => (Op::SendStreamingMessage(decode_str(params, p)?), V1),
-        "GetTask" => (Op::GetTask(decode_str(params, p)?), V1),
-        "ListTasks" => (Op::ListTasks(decode_str(params, p)?), V1),
-        "CancelTask" => (Op::CancelTask(decode_str(params, p)?), V1),
-        "SubscribeToTask" => (Op::SubscribeToTask(decode_str(params, p)?), V1),
-        "CreateTaskPushNotificationConfig" => (Op::CreatePushConfig(decode_str(params, p)?), V1),
-        "GetTaskPushNotificationConfig" => (Op::GetPushConfig(decode_str(params, p)?), V1),
-        "ListTaskPushNotificationConfigs" | "ListTaskPushNotificationConfig" => {
-            (Op::ListPushConfigs(decode_str(params, p)?), V1)
-        }
-        "DeleteTaskPushNotificationConfig" => (Op::DeletePushConfig(decode_str(params, p)?), V1),
-        "GetExtendedAgentCard" => (Op::GetExtendedCard, V1),
+        // A name some clients send for ListTaskPushNotificationConfigs.
+        "ListTaskPushNotificationConfig" => (Op::ListPushConfigs(decode_str(params, p)?), V1),
         "message/send" => (Op::SendMessage(decode_str::<v03::MessageSendParams>(params, p)?.into_v1()?), V03),
         "message/stream" => {
             (Op::SendStreamingMessage(decode_str::<v03::MessageSendParams>(params, p)?.into_v1()?), V03)
@@ -195,20 +187,6 @@ fn decode_op(method: &str, params: &str) -> Result<(Op, Wire)> {
         "agent/getAuthenticatedExtendedCard" => (Op::GetExtendedCard, V03),
         other => return Err(A2aError::method_not_found(other)),
     })
-}
-
-fn encode_v1(output: Output) -> Value {
-    let value = match output {
-        Output::SendMessage(r) => serde_json::to_value(r),
-        Output::Task(t) => serde_json::to_value(t),
-        Output::ListTasks(r) => serde_json::to_value(r),
-        Output::PushConfig(c) => serde_json::to_value(c),
-        Output::PushConfigs(c) => serde_json::to_value(c),
-        Output::Empty => Ok(json!({})),
-        Output::Card(c) => serde_json::to_value(c),
-        Output::Stream(_) => Ok(Value::Null),
-    };
-    value.unwrap_or(Value::Null)
 }
 
 fn encode_v03(output: Output) -> Value {

@@ -16,6 +16,8 @@ pub mod edge;
 pub mod engine;
 pub mod error;
 pub mod executor;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod http;
 pub mod jsonrpc;
 #[cfg(feature = "oidc")]

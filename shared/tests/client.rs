@@ -116,6 +116,7 @@ async fn agent(executor: Arc<dyn AgentExecutor>, api_keys: Option<&str>, cut_aft
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
         edge: None,
+        grpc_address: None,
     })
     .await
     .unwrap();

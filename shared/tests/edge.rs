@@ -37,6 +37,7 @@ async fn every_event_is_published_signed_in_order_with_retries() {
         push_retry: RetryPolicy::default(),
         push_timeout: Duration::from_secs(2),
         edge: Some(edge),
+        grpc_address: None,
     })
     .await
     .unwrap();

@@ -40,6 +40,7 @@ fn world() -> &'static World {
                 push_retry: Default::default(),
                 push_timeout: Duration::from_secs(1),
                 edge: None,
+                grpc_address: None,
             })
             .await
             .unwrap()

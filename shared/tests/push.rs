@@ -80,6 +80,7 @@ async fn agent(max_attempts: u32) -> Embedded {
         push_retry: RetryPolicy { max_attempts, base: Duration::from_millis(100), max_delay: Duration::from_secs(2) },
         push_timeout: Duration::from_secs(2),
         edge: None,
+        grpc_address: None,
     })
     .await
     .unwrap()

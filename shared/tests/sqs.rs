@@ -72,6 +72,7 @@ async fn aws_agent_with(
         },
         push_timeout: Duration::from_secs(2),
         edge: None,
+        grpc_address: None,
     })
     .await
     .unwrap()

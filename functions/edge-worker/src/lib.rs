@@ -67,7 +67,7 @@ fn cards(env: &Env, url: &worker::Url) -> std::result::Result<Option<Rc<CardServ
     let Some(json) = var(env, "AGENT_CARD") else { return Ok(None) };
     let card = parse_card_file(&json)?;
     let public_url = var(env, "PUBLIC_URL").unwrap_or_else(|| url.origin().ascii_serialization());
-    let abilities = ServerAbilities { streaming: true, push_notifications: true };
+    let abilities = ServerAbilities { streaming: true, push_notifications: true, grpc_address: None };
     let cards = Rc::new(CardService::new(card, None, &public_url, abilities, &Anonymous, chrono::Utc::now()));
     CARDS.with(|c| *c.borrow_mut() = Some(cards.clone()));
     Ok(Some(cards))

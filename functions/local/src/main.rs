@@ -69,6 +69,10 @@ struct Args {
     /// Extended agent card file, served to authenticated clients by GetExtendedAgentCard.
     #[arg(long, env = "A2A_EXTENDED_CARD")]
     extended_card: Option<PathBuf>,
+    /// Also serve the gRPC binding (lf.a2a.v1.A2AService, health, reflection) here; the card then
+    /// declares it.
+    #[arg(long, env = "A2A_GRPC_ADDR")]
+    grpc_addr: Option<SocketAddr>,
     /// Public base URL clients use (default: http://<addr>).
     #[arg(long, env = "A2A_PUBLIC_URL")]
     public_url: Option<String>,
@@ -214,6 +218,15 @@ fn main() -> Result<(), String> {
         let listener =
             a2a::server::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
+        let grpc = match args.grpc_addr {
+            Some(addr) => {
+                let listener =
+                    tokio::net::TcpListener::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+                let bound = listener.local_addr().map_err(|e| e.to_string())?;
+                Some((listener, bound))
+            }
+            None => None,
+        };
         let choice_name = format!("{choice:?}");
         let executor = agent::executor(choice).await.map_err(|e| e.message)?;
         let backend = match args.backend {
@@ -247,10 +260,20 @@ fn main() -> Result<(), String> {
             push_retry: RetryPolicy { max_attempts: args.push_max_attempts.max(1), ..RetryPolicy::default() },
             push_timeout: Duration::from_secs(args.push_timeout),
             edge,
+            grpc_address: grpc.as_ref().map(|(_, addr)| addr.to_string()),
         })
         .await
         .map_err(|e| e.message)?;
         tracing::info!(addr = %bound, agent = ?choice_name, "a2a-local listening");
+        if let Some((listener, addr)) = grpc {
+            let service = embedded.service.clone();
+            tracing::info!(%addr, "gRPC listening");
+            tokio::spawn(async move {
+                if let Err(e) = a2a::grpc::serve(listener, service, a2a::server::shutdown_signal()).await {
+                    tracing::error!("{e}");
+                }
+            });
+        }
         let limits = ServerLimits {
             max_connections: args.max_connections,
             header_timeout: Duration::from_secs(args.header_timeout.max(1)),

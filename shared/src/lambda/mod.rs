@@ -170,7 +170,7 @@ impl Deps {
         // Built once per container: a bearer verifier's keys stay cached across invocations.
         let authenticator = settings.auth.build()?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let abilities = ServerAbilities { streaming: true, push_notifications: true };
+        let abilities = ServerAbilities { streaming: true, push_notifications: true, grpc_address: None };
         let card = CardService::new(
             settings.card,
             settings.extended_card,

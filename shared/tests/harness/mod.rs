@@ -63,6 +63,7 @@ pub async fn agent_with(setup: Setup) -> Agent {
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
         edge: None,
+        grpc_address: None,
     })
     .await
     .unwrap();
