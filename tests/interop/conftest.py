@@ -1,4 +1,5 @@
-"""Starts `a2a-local` (the binary in $A2A_LOCAL_BIN) on a free 127.0.0.1 port for the session."""
+"""Starts `a2a-local` (the binary in $A2A_LOCAL_BIN) on a free 127.0.0.1 port for the session, with
+the gRPC binding on a second one (the card declares it)."""
 
 import os
 import subprocess
@@ -26,13 +27,14 @@ def server():
     binary = os.environ.get("A2A_LOCAL_BIN")
     if not binary:
         pytest.fail("A2A_LOCAL_BIN is not set (run through scripts/test)")
-    port = free_port()
+    port, grpc_port = free_port(), free_port()
     base = f"http://127.0.0.1:{port}"
     extra = os.environ.get("A2A_LOCAL_ARGS", "").split()
     proc = subprocess.Popen(
         [
             binary,
             "--addr", f"127.0.0.1:{port}",
+            "--grpc-addr", f"127.0.0.1:{grpc_port}",
             "--agent", "conformance",
             "--api-keys", ",".join(f"{p}:{k}" for p, k in KEYS.items()),
             "--extended-card", str(HERE / "extended-card.json"),

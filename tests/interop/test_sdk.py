@@ -1,8 +1,10 @@
-"""Interop: the official A2A Python SDK (`a2a-sdk`) as a client of `a2a-local`, over JSON-RPC and
-HTTP+JSON (A2A 1.0), and over its 0.3 compatibility transport."""
+"""Interop: the official A2A Python SDK (`a2a-sdk`) as a client of `a2a-local`, over JSON-RPC,
+HTTP+JSON and gRPC (A2A 1.0; the SDK reads each interface from the card), and over its 0.3
+compatibility transport."""
 
 import uuid
 
+import grpc
 import httpx
 import pytest
 from a2a.client import ClientConfig, ClientFactory
@@ -13,11 +15,40 @@ from conftest import KEYS
 
 pytestmark = pytest.mark.anyio
 
-BINDINGS = ["JSONRPC", "HTTP+JSON"]
+BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
 
 
 def http_client(principal="alice"):
     return httpx.AsyncClient(headers={"X-API-Key": KEYS[principal]}, timeout=30)
+
+
+def with_api_key(details, key):
+    return details._replace(metadata=list(details.metadata or []) + [("x-api-key", key)])
+
+
+class UnaryApiKey(grpc.aio.UnaryUnaryClientInterceptor):
+    """Sends the principal's API key as `x-api-key` metadata (the gRPC form of the X-API-Key header;
+    the SDK's gRPC transport forwards only the call context's headers). grpc.aio files an
+    interceptor under one call shape, hence one class per shape."""
+
+    def __init__(self, key):
+        self.key = key
+
+    async def intercept_unary_unary(self, continuation, details, request):
+        return await continuation(with_api_key(details, self.key), request)
+
+
+class StreamApiKey(grpc.aio.UnaryStreamClientInterceptor):
+    def __init__(self, key):
+        self.key = key
+
+    async def intercept_unary_stream(self, continuation, details, request):
+        return await continuation(with_api_key(details, self.key), request)
+
+
+def grpc_channel(principal):
+    key = KEYS[principal]
+    return lambda target: grpc.aio.insecure_channel(target, interceptors=[UnaryApiKey(key), StreamApiKey(key)])
 
 
 async def make_client(base, binding, *, streaming=True, polling=False, principal="alice"):
@@ -26,6 +57,7 @@ async def make_client(base, binding, *, streaming=True, polling=False, principal
         polling=polling,
         supported_protocol_bindings=[binding],
         httpx_client=http_client(principal),
+        grpc_channel_factory=grpc_channel(principal),
     )
     return await ClientFactory(config).create_from_url(base)
 
