@@ -1,6 +1,6 @@
 //! The gRPC binding on 127.0.0.1 through a real gRPC client (tonic): unary and server-streaming
 //! operations from the same engine, errors as `google.rpc.Status` with `ErrorInfo`, the version and
-//! API keys from metadata, and the health service.
+//! API keys from metadata, the health service, message-size limits, deadlines and resuming a stream.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use std::time::Duration;
 use a2a::auth::AuthSettings;
 use a2a::card::default_card;
 use a2a::embedded::{start, EmbeddedConfig};
+use a2a::executor::{AgentExecutor, ConformanceAgent};
 use a2a::grpc::{codec::Raw, decode, encode};
 use a2a::http::Limits;
 use bytes::Bytes;
@@ -20,6 +21,15 @@ use tonic::Code;
 use tonic_types::StatusExt;
 
 async fn server(api_keys: Option<&str>) -> Channel {
+    serve(api_keys, Arc::new(a2a::executor::EchoAgent), Limits::default()).await
+}
+
+async fn conformance_server(limits: Limits) -> Channel {
+    let agent = ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock));
+    serve(None, Arc::new(agent), limits).await
+}
+
+async fn serve(api_keys: Option<&str>, executor: Arc<dyn AgentExecutor>, limits: Limits) -> Channel {
     let auth = AuthSettings { api_keys: api_keys.map(String::from), ..Default::default() }.build().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -27,10 +37,10 @@ async fn server(api_keys: Option<&str>) -> Channel {
         public_url: "http://127.0.0.1".into(),
         card: default_card(),
         extended_card: None,
-        executor: Arc::new(a2a::executor::EchoAgent),
+        executor,
         auth,
         engine: Default::default(),
-        limits: Limits::default(),
+        limits,
         backend: Default::default(),
         memory: Default::default(),
         webhook_allow: Default::default(),
@@ -149,4 +159,114 @@ async fn api_keys_come_from_metadata() {
     let ok =
         unary(&channel, "ListTasks", "ListTasksRequest", "ListTasksResponse", json!({}), &[("x-api-key", "k1")]).await;
     assert!(ok.is_ok(), "{ok:?}");
+}
+
+async fn stream(
+    channel: &Channel,
+    method: &str,
+    input: &str,
+    body: Value,
+    meta: &[(&'static str, &str)],
+) -> Result<(Option<u64>, tonic::Streaming<Bytes>), tonic::Status> {
+    let mut grpc = tonic::client::Grpc::new(channel.clone());
+    grpc.ready().await.unwrap();
+    let mut req = tonic::Request::new(encode(&format!("lf.a2a.v1.{input}"), body).unwrap());
+    for (k, v) in meta {
+        req.metadata_mut().insert(*k, v.parse().unwrap());
+    }
+    let path = PathAndQuery::try_from(format!("/lf.a2a.v1.A2AService/{method}")).unwrap();
+    let resp = grpc.server_streaming(req, path, Raw).await?;
+    let first = resp.metadata().get(a2a::grpc::FIRST_EVENT_ID).map(|v| v.to_str().unwrap().parse().unwrap());
+    Ok((first, resp.into_inner()))
+}
+
+fn event(bytes: Result<Bytes, tonic::Status>) -> Value {
+    decode("lf.a2a.v1.StreamResponse", bytes.unwrap()).unwrap()
+}
+
+fn kind(event: &Value) -> &str {
+    event.as_object().unwrap().keys().next().unwrap()
+}
+
+fn tck_message(prefix: &str) -> Value {
+    json!({"message": {"messageId": format!("{prefix}-{}", uuid::Uuid::new_v4()), "role": "ROLE_USER", "parts": [{"text": "x"}]}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_stream_resumes_from_the_first_event_id() {
+    let channel = conformance_server(Limits::default()).await;
+    let send = tck_message("tck-stream-ordering-001");
+    let (_, all) = stream(&channel, "SendStreamingMessage", "SendMessageRequest", send, &[]).await.unwrap();
+    let all: Vec<Value> = all.map(event).collect().await;
+    assert_eq!(all.iter().map(kind).collect::<Vec<_>>(), ["task", "statusUpdate", "artifactUpdate", "statusUpdate"]);
+
+    // A second run, read up to two messages, then the connection is gone.
+    let send = tck_message("tck-stream-ordering-001");
+    let (first, mut cut) = stream(&channel, "SendStreamingMessage", "SendMessageRequest", send, &[]).await.unwrap();
+    let first = first.expect("a2a-first-event-id in the initial metadata");
+    let seen = [event(cut.next().await.unwrap()), event(cut.next().await.unwrap())];
+    drop(cut);
+    let id = seen[0]["task"]["id"].as_str().unwrap().to_string();
+    let last = (first + 1).to_string();
+    let (resumed_first, rest) =
+        stream(&channel, "SubscribeToTask", "SubscribeToTaskRequest", json!({"id": id}), &[("last-event-id", &last)])
+            .await
+            .unwrap();
+    assert_eq!(resumed_first, Some(first + 2));
+    let rest: Vec<Value> = rest.map(event).collect().await;
+    // Exactly the missed events, in order: together the same stream as the uncut one.
+    assert_eq!(rest.iter().map(kind).collect::<Vec<_>>(), ["artifactUpdate", "statusUpdate"]);
+    assert_eq!(rest[1]["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(rest[0]["artifactUpdate"]["taskId"], id);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadlines_end_calls_and_streams_and_the_task_goes_on() {
+    let channel = conformance_server(Limits::default()).await;
+    let sent = unary(
+        &channel,
+        "SendMessage",
+        "SendMessageRequest",
+        "SendMessageResponse",
+        tck_message("tck-input-required"),
+        &[("grpc-timeout", "10S")],
+    )
+    .await
+    .unwrap();
+    let id = sent["task"]["id"].as_str().unwrap().to_string();
+    assert_eq!(sent["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    // INPUT_REQUIRED is not terminal: a subscription would wait; the deadline ends it after the
+    // snapshot, with DEADLINE_EXCEEDED.
+    let (_, events) =
+        stream(&channel, "SubscribeToTask", "SubscribeToTaskRequest", json!({"id": id}), &[("grpc-timeout", "300m")])
+            .await
+            .unwrap();
+    let events: Vec<Result<Bytes, tonic::Status>> = events.collect().await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(kind(&event(events[0].clone())), "task");
+    assert_eq!(events[1].as_ref().unwrap_err().code(), Code::DeadlineExceeded);
+    let task = unary(&channel, "GetTask", "GetTaskRequest", "Task", json!({"id": id}), &[]).await.unwrap();
+    assert_eq!(task["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+
+    // A blocking send of a task that stays WORKING for seconds, with a 300 ms deadline.
+    let slow = tck_message("test-resubscribe-message-id");
+    let err = unary(&channel, "SendMessage", "SendMessageRequest", "SendMessageResponse", slow, &[("grpc-timeout", "300m")])
+        .await
+        .unwrap_err();
+    assert_eq!(err.code(), Code::DeadlineExceeded, "{err:?}");
+    let listed = unary(&channel, "ListTasks", "ListTasksRequest", "ListTasksResponse", json!({}), &[]).await.unwrap();
+    let states: Vec<&Value> = listed["tasks"].as_array().unwrap().iter().map(|t| &t["status"]["state"]).collect();
+    assert!(states.contains(&&json!("TASK_STATE_WORKING")), "the task goes on: {states:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_over_the_limit_is_resource_exhausted() {
+    let channel = conformance_server(Limits { max_body: 4096, ..Limits::default() }).await;
+    let big = json!({"message": {"messageId": "big", "role": "ROLE_USER", "parts": [{"text": "x".repeat(8192)}]}});
+    let err = unary(&channel, "SendMessage", "SendMessageRequest", "SendMessageResponse", big, &[]).await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
+    assert!(err.message().contains("4096 bytes"), "{}", err.message());
+    assert_eq!(err.get_details_error_info().unwrap().reason, "PAYLOAD_TOO_LARGE");
+    let fits = unary(&channel, "SendMessage", "SendMessageRequest", "SendMessageResponse", tck_message("tck-complete-task"), &[]);
+    assert!(fits.await.is_ok());
 }

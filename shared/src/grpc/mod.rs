@@ -5,8 +5,17 @@
 //! answer the JSON they encode. Authentication, the version and extensions come from the metadata
 //! (the same names as the headers); errors are `google.rpc.Status` with an `ErrorInfo` detail, from
 //! the one error table.
+//!
+//! Limits: a request message over `--max-body` is refused with RESOURCE_EXHAUSTED before it is
+//! buffered further; a client deadline (`grpc-timeout`) ends a unary call, or a stream, with
+//! DEADLINE_EXCEEDED (the task goes on, as when an HTTP client goes away). Resumption: a streaming
+//! answer's initial metadata carries `a2a-first-event-id`, the event id of its first message; each
+//! further message is the next id. A client that lost the stream after `n` messages calls
+//! SubscribeToTask with `last-event-id: first + n - 1` and gets exactly the events it missed, as
+//! `Last-Event-ID` does for SSE.
 
 pub mod codec;
+mod deadline;
 
 use std::convert::Infallible;
 use std::sync::{Arc, LazyLock};
@@ -30,6 +39,8 @@ use crate::http::Service;
 use crate::version;
 
 pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";
+/// Initial metadata of a streaming answer: the event id of its first message (see the module doc).
+pub const FIRST_EVENT_ID: &str = "a2a-first-event-id";
 /// The descriptor set of the vendored proto (for reflection, too).
 pub const DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/a2a.fds"));
 
@@ -71,14 +82,30 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for A2aGrpc {
             let Some(method) = method(&name) else {
                 return Ok(Status::unimplemented(format!("{SERVICE_NAME} has no method {name:?}")).into_http());
             };
-            let mut grpc = Grpc::new(codec::Raw);
-            Ok(if method.is_server_streaming() {
+            let max_body = service.limits.max_body;
+            let mut grpc = Grpc::new(codec::Raw).max_decoding_message_size(max_body);
+            let response = if method.is_server_streaming() {
                 grpc.server_streaming(Streaming(Call { service, method }), req).await
             } else {
                 grpc.unary(Unary(Call { service, method }), req).await
-            })
+            };
+            Ok(too_large_as_resource_exhausted(response, max_body))
         })
     }
+}
+
+/// tonic refuses a message over the limit with OUT_OF_RANGE; the error table says
+/// RESOURCE_EXHAUSTED (PAYLOAD_TOO_LARGE), as for an HTTP body over `--max-body`.
+fn too_large_as_resource_exhausted(
+    response: http::Response<tonic::body::Body>,
+    max_body: usize,
+) -> http::Response<tonic::body::Body> {
+    let out_of_range = response.headers().get("grpc-status").is_some_and(|v| v == "11");
+    if !out_of_range {
+        return response;
+    }
+    let message = format!("request message exceeds the limit of {max_body} bytes");
+    status(A2aError::new(ErrorKind::PayloadTooLarge, message)).into_http()
 }
 
 struct Call {
@@ -117,10 +144,11 @@ impl UnaryService<Bytes> for Unary {
 
     fn call(&mut self, req: tonic::Request<Bytes>) -> Self::Future {
         let call = Call { service: self.0.service.clone(), method: self.0.method.clone() };
-        Box::pin(async move {
+        let deadline = deadline::of(req.metadata());
+        Box::pin(deadline::within(deadline, async move {
             let (output, method) = call.run(req).await?;
             Ok(tonic::Response::new(write(&method.output(), output.into_json())?))
-        })
+        }))
     }
 }
 
@@ -133,18 +161,30 @@ impl ServerStreamingService<Bytes> for Streaming {
 
     fn call(&mut self, req: tonic::Request<Bytes>) -> Self::Future {
         let call = Call { service: self.0.service.clone(), method: self.0.method.clone() };
-        Box::pin(async move {
+        let deadline = deadline::of(req.metadata());
+        Box::pin(deadline::within(deadline, async move {
             let (output, method) = call.run(req).await?;
             let Output::Stream(events) = output else {
                 return Err(Status::internal("the operation did not answer with a stream"));
+            };
+            // The first message's event id goes in the initial metadata, so the first message is
+            // awaited before the headers are sent.
+            let mut events = events.peekable();
+            let first_id = match std::pin::Pin::new(&mut events).peek().await {
+                Some(Ok(item)) => item.seq,
+                _ => None,
             };
             let output = method.output();
             let stream = events.map(move |item| {
                 let item = item.map_err(status)?;
                 write(&output, serde_json::to_value(&item.event).unwrap_or(Value::Null))
             });
-            Ok(tonic::Response::new(stream.boxed()))
-        })
+            let mut response = tonic::Response::new(deadline::bound(deadline, stream.boxed()));
+            if let Some(id) = first_id {
+                response.metadata_mut().insert(FIRST_EVENT_ID, id.into());
+            }
+            Ok(response)
+        }))
     }
 }
 
