@@ -59,6 +59,23 @@ async fn serve(api_keys: Option<&str>, executor: Arc<dyn AgentExecutor>, limits:
     Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap()
 }
 
+/// A ready client, the request message with its metadata, and the method's path.
+async fn prepare(
+    channel: &Channel,
+    method: &str,
+    input: &str,
+    body: Value,
+    meta: &[(&'static str, &str)],
+) -> (tonic::client::Grpc<Channel>, tonic::Request<Bytes>, PathAndQuery) {
+    let mut grpc = tonic::client::Grpc::new(channel.clone());
+    grpc.ready().await.unwrap();
+    let mut req = tonic::Request::new(encode(&format!("lf.a2a.v1.{input}"), body).unwrap());
+    for (k, v) in meta {
+        req.metadata_mut().insert(*k, v.parse().unwrap());
+    }
+    (grpc, req, PathAndQuery::try_from(format!("/lf.a2a.v1.A2AService/{method}")).unwrap())
+}
+
 async fn unary(
     channel: &Channel,
     method: &str,
@@ -67,13 +84,7 @@ async fn unary(
     body: Value,
     meta: &[(&'static str, &str)],
 ) -> Result<Value, tonic::Status> {
-    let mut grpc = tonic::client::Grpc::new(channel.clone());
-    grpc.ready().await.unwrap();
-    let mut req = tonic::Request::new(encode(&format!("lf.a2a.v1.{input}"), body).unwrap());
-    for (k, v) in meta {
-        req.metadata_mut().insert(*k, v.parse().unwrap());
-    }
-    let path = PathAndQuery::try_from(format!("/lf.a2a.v1.A2AService/{method}")).unwrap();
+    let (mut grpc, req, path) = prepare(channel, method, input, body, meta).await;
     let resp: tonic::Response<Bytes> = grpc.unary(req, path, Raw).await?;
     Ok(decode(&format!("lf.a2a.v1.{output}"), resp.into_inner()).unwrap())
 }
@@ -168,13 +179,7 @@ async fn stream(
     body: Value,
     meta: &[(&'static str, &str)],
 ) -> Result<(Option<u64>, tonic::Streaming<Bytes>), tonic::Status> {
-    let mut grpc = tonic::client::Grpc::new(channel.clone());
-    grpc.ready().await.unwrap();
-    let mut req = tonic::Request::new(encode(&format!("lf.a2a.v1.{input}"), body).unwrap());
-    for (k, v) in meta {
-        req.metadata_mut().insert(*k, v.parse().unwrap());
-    }
-    let path = PathAndQuery::try_from(format!("/lf.a2a.v1.A2AService/{method}")).unwrap();
+    let (mut grpc, req, path) = prepare(channel, method, input, body, meta).await;
     let resp = grpc.server_streaming(req, path, Raw).await?;
     let first = resp.metadata().get(a2a::grpc::FIRST_EVENT_ID).map(|v| v.to_str().unwrap().parse().unwrap());
     Ok((first, resp.into_inner()))
@@ -250,9 +255,10 @@ async fn deadlines_end_calls_and_streams_and_the_task_goes_on() {
 
     // A blocking send of a task that stays WORKING for seconds, with a 300 ms deadline.
     let slow = tck_message("test-resubscribe-message-id");
-    let err = unary(&channel, "SendMessage", "SendMessageRequest", "SendMessageResponse", slow, &[("grpc-timeout", "300m")])
-        .await
-        .unwrap_err();
+    let err =
+        unary(&channel, "SendMessage", "SendMessageRequest", "SendMessageResponse", slow, &[("grpc-timeout", "300m")])
+            .await
+            .unwrap_err();
     assert_eq!(err.code(), Code::DeadlineExceeded, "{err:?}");
     let listed = unary(&channel, "ListTasks", "ListTasksRequest", "ListTasksResponse", json!({}), &[]).await.unwrap();
     let states: Vec<&Value> = listed["tasks"].as_array().unwrap().iter().map(|t| &t["status"]["state"]).collect();
@@ -267,6 +273,13 @@ async fn a_message_over_the_limit_is_resource_exhausted() {
     assert_eq!(err.code(), Code::ResourceExhausted, "{err:?}");
     assert!(err.message().contains("4096 bytes"), "{}", err.message());
     assert_eq!(err.get_details_error_info().unwrap().reason, "PAYLOAD_TOO_LARGE");
-    let fits = unary(&channel, "SendMessage", "SendMessageRequest", "SendMessageResponse", tck_message("tck-complete-task"), &[]);
+    let fits = unary(
+        &channel,
+        "SendMessage",
+        "SendMessageRequest",
+        "SendMessageResponse",
+        tck_message("tck-complete-task"),
+        &[],
+    );
     assert!(fits.await.is_ok());
 }

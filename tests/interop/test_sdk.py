@@ -246,3 +246,58 @@ async def test_raw_0_3_jsonrpc_flow_without_version_header(server):
         assert res["result"] is None
         res = await rpc("agent/getAuthenticatedExtendedCard", {})
         assert res["result"]["name"] == "a2a-serverless agent (extended)"
+
+
+def normalized(message, names):
+    """A proto message as a dict with ids and timestamps replaced by their order of appearance, so
+    that the same scenario on two bindings compares equal."""
+    from google.protobuf.json_format import MessageToDict
+
+    def walk(value, key=None):
+        if isinstance(value, dict):
+            return {k: walk(v, k) for k, v in value.items()}
+        if isinstance(value, list):
+            return [walk(v) for v in value]
+        if key in ("id", "taskId", "contextId", "messageId", "artifactId"):
+            return names.setdefault(value, f"id-{len(names)}")
+        if key == "timestamp":
+            return "<timestamp>"
+        return value
+
+    return walk(MessageToDict(message))
+
+
+async def scenario(server, binding):
+    """Streams, a blocking artifact, a read back, a multi-turn task, and four errors."""
+    names, out = {}, []
+    streaming = await make_client(server, binding)
+    out.append([normalized(e, names) for e in await send(streaming, "tck-stream-artifact-chunked")])
+    blocking = await make_client(server, binding, streaming=False)
+    [reply] = await send(blocking, "tck-artifact-data")
+    out.append(normalized(reply, names))
+    out.append(normalized(await blocking.get_task(pb.GetTaskRequest(id=reply.task.id, history_length=1)), names))
+    [first] = await send(blocking, "tck-input-required")
+    [second] = await send(blocking, "tck-complete-task", task_id=first.task.id)
+    out += [normalized(first, names), normalized(second, names)]
+    calls = [
+        blocking.get_task(pb.GetTaskRequest(id="does-not-exist")),
+        blocking.cancel_task(pb.CancelTaskRequest(id=reply.task.id)),
+        blocking.get_task_push_notification_config(
+            pb.GetTaskPushNotificationConfigRequest(task_id=reply.task.id, id="nope")),
+        streaming.subscribe(pb.SubscribeToTaskRequest(id=reply.task.id)).__anext__(),
+    ]
+    for call in calls:
+        with pytest.raises(Exception) as err:
+            await call
+        out.append(type(err.value).__name__)
+    return out
+
+
+async def test_the_three_bindings_are_equivalent(server):
+    """The same scenario over JSON-RPC, HTTP+JSON and gRPC gives the same tasks, events and errors."""
+    results = {binding: await scenario(server, binding) for binding in BINDINGS}
+    assert results["JSONRPC"][-4:] == [
+        "TaskNotFoundError", "TaskNotCancelableError", "TaskNotFoundError", "UnsupportedOperationError"
+    ], results["JSONRPC"][-4:]
+    assert results["HTTP+JSON"] == results["JSONRPC"]
+    assert results["GRPC"] == results["JSONRPC"]

@@ -41,10 +41,7 @@ fn exceeded() -> Status {
 }
 
 /// Runs `call` until the deadline.
-pub async fn within<T>(
-    deadline: Option<Instant>,
-    call: impl Future<Output = Result<T, Status>>,
-) -> Result<T, Status> {
+pub async fn within<T>(deadline: Option<Instant>, call: impl Future<Output = Result<T, Status>>) -> Result<T, Status> {
     match deadline {
         None => call.await,
         Some(at) => tokio::time::timeout_at(at, call).await.unwrap_or_else(|_| Err(exceeded())),
@@ -90,7 +87,7 @@ mod tests {
     #[tokio::test]
     async fn parses_every_unit_and_refuses_malformed_values() {
         let now = Instant::now();
-        for (v, d) in [("2H", 7200_000), ("3M", 180_000), ("5S", 5000), ("250m", 250), ("1000u", 1), ("1000000n", 1)] {
+        for (v, d) in [("2H", 7_200_000), ("3M", 180_000), ("5S", 5000), ("250m", 250), ("1000u", 1), ("1000000n", 1)] {
             let at = of(&meta(v)).unwrap();
             let ms = (at.duration_since(now) + MARGIN).as_millis();
             assert!((d.max(10)..d.max(10) + 1000).contains(&ms), "{v}: {ms}");
