@@ -2,6 +2,9 @@
 HTTP+JSON and gRPC (A2A 1.0; the SDK reads each interface from the card), and over its 0.3
 compatibility transport."""
 
+import os
+import subprocess
+import time
 import uuid
 
 import grpc
@@ -12,6 +15,7 @@ from a2a.client.card_resolver import A2ACardResolver
 from a2a.types import a2a_pb2 as pb
 
 from conftest import KEYS
+from support import free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -301,3 +305,29 @@ async def test_the_three_bindings_are_equivalent(server):
     ], results["JSONRPC"][-4:]
     assert results["HTTP+JSON"] == results["JSONRPC"]
     assert results["GRPC"] == results["JSONRPC"]
+
+
+def test_the_card_declares_the_public_grpc_address():
+    """Behind a load balancer the card names the public host:port, not the bound address."""
+    binary = os.environ["A2A_LOCAL_BIN"]
+    bad = subprocess.run([binary, "--grpc-addr", "127.0.0.1:0", "--grpc-public-addr", "https://x:1"],
+                         capture_output=True, text=True, timeout=30)
+    assert bad.returncode != 0 and "is not host:port" in bad.stderr, bad.stderr
+    port = free_port()
+    proc = subprocess.Popen([binary, "--addr", f"127.0.0.1:{port}", "--grpc-addr", "127.0.0.1:0",
+                             "--grpc-public-addr", "agent.example.com:443"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(100):  # bounded: 10 s
+            try:
+                card = httpx.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        else:
+            raise AssertionError("a2a-local did not start")
+        grpc_interfaces = [i for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
+        assert grpc_interfaces == [{"url": "agent.example.com:443", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

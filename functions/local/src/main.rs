@@ -73,6 +73,10 @@ struct Args {
     /// declares it.
     #[arg(long, env = "A2A_GRPC_ADDR")]
     grpc_addr: Option<SocketAddr>,
+    /// The gRPC address the card declares, `host:port` (default: the bound --grpc-addr), e.g. a
+    /// load balancer's in front of a container.
+    #[arg(long, env = "A2A_GRPC_PUBLIC_ADDR", requires = "grpc_addr", value_parser = host_port)]
+    grpc_public_addr: Option<String>,
     /// Public base URL clients use (default: http://<addr>).
     #[arg(long, env = "A2A_PUBLIC_URL")]
     public_url: Option<String>,
@@ -260,7 +264,9 @@ fn main() -> Result<(), String> {
             push_retry: RetryPolicy { max_attempts: args.push_max_attempts.max(1), ..RetryPolicy::default() },
             push_timeout: Duration::from_secs(args.push_timeout),
             edge,
-            grpc_address: grpc.as_ref().map(|(_, addr)| addr.to_string()),
+            grpc_address: grpc
+                .as_ref()
+                .map(|(_, addr)| args.grpc_public_addr.clone().unwrap_or_else(|| addr.to_string())),
         })
         .await
         .map_err(|e| e.message)?;
@@ -315,4 +321,15 @@ async fn print_resources(push_attempts: u32) -> Result<(), String> {
         println!("TABLE_NAME={table}\nTASK_QUEUE_URL={task}\nPUSH_QUEUE_URL={push}");
     }
     Ok(())
+}
+
+/// `host:port` as the card declares a gRPC interface (no scheme, a numeric port).
+fn host_port(value: &str) -> Result<String, String> {
+    let valid = !value.contains("://")
+        && value.rsplit_once(':').is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok());
+    if valid {
+        Ok(value.to_string())
+    } else {
+        Err(format!("{value:?} is not host:port (e.g. a2a.example.com:443)"))
+    }
 }
