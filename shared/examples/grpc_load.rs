@@ -22,7 +22,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = args.first().ok_or("usage: grpc_load HOST:PORT [seconds] [connections]")?.clone();
     let seconds: u64 = args.get(1).map_or(Ok(10), |s| s.parse())?;
     let connections: usize = args.get(2).map_or(Ok(32), |s| s.parse())?;
-    let body = json!({"message": {"messageId": PLACEHOLDER, "role": "ROLE_USER", "parts": [{"text": "hello benchmark"}]}});
+    let body =
+        json!({"message": {"messageId": PLACEHOLDER, "role": "ROLE_USER", "parts": [{"text": "hello benchmark"}]}});
     let template = encode("lf.a2a.v1.SendMessageRequest", body)?.to_vec();
     let at = template.windows(PLACEHOLDER.len()).position(|w| w == PLACEHOLDER.as_bytes()).ok_or("placeholder")?;
 
@@ -34,34 +35,37 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         workers.push(tokio::spawn(async move {
             let mut grpc = tonic::client::Grpc::new(channel);
             let path = PathAndQuery::from_static("/lf.a2a.v1.A2AService/SendMessage");
-            let (mut latencies, mut failures) = (Vec::new(), 0u64);
+            let (mut latencies, mut failures, mut first_error) = (Vec::new(), 0u64, None);
             let mut n = 0u64;
             while Instant::now() < until {
                 n += 1;
                 let id = format!("bench-{worker:06}-{n:013}");
                 template[at..at + PLACEHOLDER.len()].copy_from_slice(id.as_bytes());
                 let started = Instant::now();
-                let ok = match grpc.ready().await {
+                let result = match grpc.ready().await {
                     Ok(()) => {
                         let req = tonic::Request::new(Bytes::copy_from_slice(&template));
-                        grpc.unary::<Bytes, Bytes, Raw>(req, path.clone(), Raw).await.is_ok()
+                        grpc.unary::<Bytes, Bytes, Raw>(req, path.clone(), Raw).await.map(drop)
                     }
-                    Err(_) => false,
+                    Err(e) => Err(tonic::Status::unavailable(e.to_string())),
                 };
-                if ok {
-                    latencies.push(started.elapsed());
-                } else {
-                    failures += 1;
+                match result {
+                    Ok(()) => latencies.push(started.elapsed()),
+                    Err(status) => {
+                        failures += 1;
+                        first_error.get_or_insert(status);
+                    }
                 }
             }
-            (latencies, failures)
+            (latencies, failures, first_error)
         }));
     }
-    let (mut latencies, mut failures) = (Vec::new(), 0);
+    let (mut latencies, mut failures, mut first_error) = (Vec::new(), 0, None);
     for worker in workers {
-        let (l, f) = worker.await?;
+        let (l, f, e) = worker.await?;
         latencies.extend(l);
         failures += f;
+        first_error = first_error.or(e);
     }
     latencies.sort();
     let pct = |p: usize| latencies.get(latencies.len().saturating_sub(1) * p / 100).copied().unwrap_or_default();
@@ -74,7 +78,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         latencies.len()
     );
     if failures > 0 {
-        return Err(format!("{failures} calls failed").into());
+        return Err(format!("{failures} calls failed, the first with {first_error:?}").into());
     }
     Ok(())
 }
