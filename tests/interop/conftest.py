@@ -22,43 +22,46 @@ def anyio_backend():
     return "asyncio"
 
 
+def start_local(binary, port, args):
+    """Starts a2a-local on 127.0.0.1:`port` with `args`; waits (bounded) for its card."""
+    base = f"http://127.0.0.1:{port}"
+    proc = subprocess.Popen([binary, "--addr", f"127.0.0.1:{port}", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    for _ in range(100):  # bounded: 100 x 0.1 s
+        try:
+            if httpx.get(f"{base}/.well-known/agent-card.json", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.HTTPError:
+            pass
+        if proc.poll() is not None:
+            raise RuntimeError(f"a2a-local exited: {proc.stdout.read().decode()}")
+        time.sleep(0.1)
+    stop_local(proc)
+    raise RuntimeError("a2a-local did not start in 10 s")
+
+
+def stop_local(proc):
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 @pytest.fixture(scope="session")
 def server():
     binary = os.environ.get("A2A_LOCAL_BIN")
     if not binary:
         pytest.fail("A2A_LOCAL_BIN is not set (run through scripts/test)")
-    port, grpc_port = free_port(), free_port()
-    base = f"http://127.0.0.1:{port}"
     extra = os.environ.get("A2A_LOCAL_ARGS", "").split()
-    proc = subprocess.Popen(
-        [
-            binary,
-            "--addr", f"127.0.0.1:{port}",
-            "--grpc-addr", f"127.0.0.1:{grpc_port}",
-            "--agent", "conformance",
-            "--api-keys", ",".join(f"{p}:{k}" for p, k in KEYS.items()),
-            "--extended-card", str(HERE / "extended-card.json"),
-            *extra,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
+    proc, base = start_local(binary, free_port(), [
+        "--grpc-addr", f"127.0.0.1:{free_port()}",
+        "--agent", "conformance",
+        "--api-keys", ",".join(f"{p}:{k}" for p, k in KEYS.items()),
+        "--extended-card", str(HERE / "extended-card.json"),
+        *extra,
+    ])
     try:
-        for _ in range(100):  # bounded: 100 x 0.1 s
-            try:
-                if httpx.get(f"{base}/.well-known/agent-card.json", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None:
-                raise RuntimeError(f"a2a-local exited: {proc.stdout.read().decode()}")
-            time.sleep(0.1)
-        else:
-            raise RuntimeError("a2a-local did not start in 10 s")
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_local(proc)

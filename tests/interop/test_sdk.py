@@ -4,7 +4,6 @@ compatibility transport."""
 
 import os
 import subprocess
-import time
 import uuid
 
 import grpc
@@ -14,7 +13,7 @@ from a2a.client import ClientConfig, ClientFactory
 from a2a.client.card_resolver import A2ACardResolver
 from a2a.types import a2a_pb2 as pb
 
-from conftest import KEYS
+from conftest import KEYS, start_local, stop_local
 from support import free_port
 
 pytestmark = pytest.mark.anyio
@@ -313,21 +312,10 @@ def test_the_card_declares_the_public_grpc_address():
     bad = subprocess.run([binary, "--grpc-addr", "127.0.0.1:0", "--grpc-public-addr", "https://x:1"],
                          capture_output=True, text=True, timeout=30)
     assert bad.returncode != 0 and "is not host:port" in bad.stderr, bad.stderr
-    port = free_port()
-    proc = subprocess.Popen([binary, "--addr", f"127.0.0.1:{port}", "--grpc-addr", "127.0.0.1:0",
-                             "--grpc-public-addr", "agent.example.com:443"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc, base = start_local(binary, free_port(), ["--grpc-addr", "127.0.0.1:0", "--grpc-public-addr", "agent.example.com:443"])
     try:
-        for _ in range(100):  # bounded: 10 s
-            try:
-                card = httpx.get(f"http://127.0.0.1:{port}/.well-known/agent-card.json", timeout=1).json()
-                break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise AssertionError("a2a-local did not start")
+        card = httpx.get(f"{base}/.well-known/agent-card.json", timeout=5).json()
         grpc_interfaces = [i for i in card["supportedInterfaces"] if i["protocolBinding"] == "GRPC"]
         assert grpc_interfaces == [{"url": "agent.example.com:443", "protocolBinding": "GRPC", "protocolVersion": "1.0"}]
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_local(proc)

@@ -108,6 +108,7 @@ fn too_large_as_resource_exhausted(
     status(A2aError::new(ErrorKind::PayloadTooLarge, message)).into_http()
 }
 
+#[derive(Clone)]
 struct Call {
     service: Arc<Service>,
     method: MethodDescriptor,
@@ -143,7 +144,7 @@ impl UnaryService<Bytes> for Unary {
     type Future = BoxFuture<'static, Result<tonic::Response<Bytes>, Status>>;
 
     fn call(&mut self, req: tonic::Request<Bytes>) -> Self::Future {
-        let call = Call { service: self.0.service.clone(), method: self.0.method.clone() };
+        let call = self.0.clone();
         let deadline = deadline::of(req.metadata());
         Box::pin(deadline::within(deadline, async move {
             let (output, method) = call.run(req).await?;
@@ -160,7 +161,7 @@ impl ServerStreamingService<Bytes> for Streaming {
     type Future = BoxFuture<'static, Result<tonic::Response<Self::ResponseStream>, Status>>;
 
     fn call(&mut self, req: tonic::Request<Bytes>) -> Self::Future {
-        let call = Call { service: self.0.service.clone(), method: self.0.method.clone() };
+        let call = self.0.clone();
         let deadline = deadline::of(req.metadata());
         Box::pin(deadline::within(deadline, async move {
             let (output, method) = call.run(req).await?;
@@ -190,20 +191,18 @@ impl ServerStreamingService<Bytes> for Streaming {
 
 /// `json` (ProtoJSON) as the bytes of the proto message `name` (e.g. `lf.a2a.v1.SendMessageRequest`).
 pub fn encode(name: &str, json: Value) -> Result<Bytes, Status> {
-    let descriptor = POOL
-        .as_ref()
-        .and_then(|pool| pool.get_message_by_name(name))
-        .ok_or_else(|| Status::internal(format!("no message {name}")))?;
-    write(&descriptor, json)
+    write(&message(name)?, json)
 }
 
 /// The bytes of the proto message `name` as ProtoJSON.
 pub fn decode(name: &str, bytes: Bytes) -> Result<Value, Status> {
-    let descriptor = POOL
-        .as_ref()
+    serde_json::from_str(&read(&message(name)?, bytes)?).map_err(|e| Status::internal(e.to_string()))
+}
+
+fn message(name: &str) -> Result<MessageDescriptor, Status> {
+    POOL.as_ref()
         .and_then(|pool| pool.get_message_by_name(name))
-        .ok_or_else(|| Status::internal(format!("no message {name}")))?;
-    serde_json::from_str(&read(&descriptor, bytes)?).map_err(|e| Status::internal(e.to_string()))
+        .ok_or_else(|| Status::internal(format!("no message {name}")))
 }
 
 /// A request message as the JSON the other bindings decode.
