@@ -1,10 +1,10 @@
-//! With the `grpc` feature: compiles the vendored A2A proto (`proto/a2a.proto` and the googleapis
+//! With the `grpc-codec` feature: compiles the vendored A2A proto (`proto/a2a.proto` and the googleapis
 //! files it imports) into a descriptor set the gRPC binding reads its messages through. A pure-Rust
 //! compiler (protox): no `protoc` to install.
 
 fn main() {
     println!("cargo:rerun-if-changed=proto");
-    #[cfg(feature = "grpc")]
+    #[cfg(feature = "grpc-codec")]
     {
         let set = protox::compile(["a2a.proto"], ["proto"]).unwrap_or_else(|e| panic!("proto/a2a.proto: {e}"));
         let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap_or_else(|_| ".".into()));

@@ -43,7 +43,7 @@ struct Cli {
     scopes: Option<String>,
     #[arg(long, global = true, env = "A2A_TOKEN_URL")]
     token_url: Option<String>,
-    /// JSONRPC or HTTP+JSON (default: the card's first).
+    /// JSONRPC, HTTP+JSON or GRPC (default: the card's first this client speaks).
     #[arg(long, global = true, env = "A2A_BINDING")]
     binding: Option<Binding>,
     /// Seconds to wait for an answer (streams: for each event).

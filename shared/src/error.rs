@@ -301,6 +301,15 @@ impl A2aError {
         Self::read_back(kind, error.get("message"), info)
     }
 
+    /// A gRPC status: its code's name (`NOT_FOUND`), its message and its `ErrorInfo` as JSON.
+    pub fn from_grpc(code: &str, message: &str, info: Option<&Value>) -> Self {
+        let kind = info
+            .and_then(kind_by_reason)
+            .or_else(|| ErrorKind::ALL.iter().copied().find(|k| k.spec().grpc_status == code))
+            .unwrap_or(ErrorKind::Internal);
+        Self::read_back(kind, Some(&Value::from(message)).filter(|_| !message.is_empty()), info)
+    }
+
     fn read_back(kind: ErrorKind, message: Option<&Value>, info: Option<&Value>) -> Self {
         let message = message.and_then(Value::as_str).unwrap_or(kind.spec().message);
         let mut err = Self::new(kind, message);

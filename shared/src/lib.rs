@@ -16,7 +16,7 @@ pub mod edge;
 pub mod engine;
 pub mod error;
 pub mod executor;
-#[cfg(feature = "grpc")]
+#[cfg(feature = "grpc-codec")]
 pub mod grpc;
 pub mod http;
 pub mod jsonrpc;

@@ -1,7 +1,7 @@
-//! The client library against a2a-local's server on 127.0.0.1, over JSON-RPC and HTTP+JSON: every
-//! operation, protocol errors read back with their kind, API-key credentials, and a stream cut in
-//! the middle by a proxy that drops the connection — the client resumes with `Last-Event-ID` and
-//! no event is lost or repeated.
+//! The client library against a2a-local's server on 127.0.0.1, over JSON-RPC, HTTP+JSON and gRPC:
+//! every operation, protocol errors read back with their kind, API-key credentials, and a stream cut
+//! in the middle by a proxy that drops the connection — the client resumes with `Last-Event-ID`
+//! (gRPC: `last-event-id` metadata) and no event is lost or repeated.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -42,14 +42,23 @@ impl AgentExecutor for Chunks {
     }
 }
 
-/// A TCP proxy that cuts the first event-stream response it carries after `cut_after` events; counts
-/// the event-stream responses it sees.
+/// Where a proxy cuts the first stream it carries.
+#[derive(Clone, Copy)]
+enum Cut {
+    /// The first event-stream response, after this many SSE events.
+    SseEvents(usize),
+    /// The first connection (a gRPC channel's first: the stream), after this many bytes to the client.
+    Bytes(usize),
+}
+
+/// A TCP proxy that cuts the first stream it carries (see [`Cut`]); counts the event-stream
+/// responses (SSE) or the connections (gRPC) it sees.
 struct Proxy {
     url: String,
     streams: Arc<AtomicUsize>,
 }
 
-async fn proxy(listener: TcpListener, upstream: std::net::SocketAddr, cut_after: usize) -> Proxy {
+async fn proxy(listener: TcpListener, upstream: std::net::SocketAddr, cut: Cut) -> Proxy {
     let url = format!("http://{}", listener.local_addr().unwrap());
     let streams = Arc::new(AtomicUsize::new(0));
     let seen = streams.clone();
@@ -62,22 +71,25 @@ async fn proxy(listener: TcpListener, upstream: std::net::SocketAddr, cut_after:
                 let (mut sr, mut sw) = server.into_split();
                 let up = tokio::spawn(async move { tokio::io::copy(&mut cr, &mut sw).await });
                 let mut buf = vec![0u8; 16 * 1024];
-                let mut events = 0;
-                let mut cutting = false;
+                let (mut events, mut bytes) = (0, 0);
+                let mut cutting = matches!(cut, Cut::Bytes(_)) && seen.fetch_add(1, Ordering::SeqCst) == 0;
                 loop {
                     let n = match sr.read(&mut buf).await {
                         Ok(0) | Err(_) => break,
                         Ok(n) => n,
                     };
                     let text = String::from_utf8_lossy(&buf[..n]);
-                    if text.contains("text/event-stream") {
+                    if matches!(cut, Cut::SseEvents(_)) && text.contains("text/event-stream") {
                         cutting = seen.fetch_add(1, Ordering::SeqCst) == 0;
                     }
-                    if cutting {
-                        events += text.matches("\n\n").count();
-                        if events > cut_after {
-                            break; // drop the connection in the middle of the stream
-                        }
+                    events += text.matches("\n\n").count();
+                    bytes += n;
+                    let cut_now = match cut {
+                        Cut::SseEvents(after) => events > after,
+                        Cut::Bytes(after) => bytes > after,
+                    };
+                    if cutting && cut_now {
+                        break; // drop the connection in the middle of the stream
                     }
                     if cw.write_all(&buf[..n]).await.is_err() {
                         break;
@@ -93,13 +105,17 @@ async fn proxy(listener: TcpListener, upstream: std::net::SocketAddr, cut_after:
 struct Agent {
     /// The agent's URL (through the proxy).
     url: String,
+    /// The proxy in front of the binding under test.
     proxy: Proxy,
 }
 
-async fn agent(executor: Arc<dyn AgentExecutor>, api_keys: Option<&str>, cut_after: usize) -> Agent {
-    let server = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let front = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream = server.local_addr().unwrap();
+/// An agent whose HTTP and gRPC ports are behind proxies (the card declares the proxies); the one
+/// of `binding` cuts its first stream after about `cut_after` events.
+async fn agent(executor: Arc<dyn AgentExecutor>, api_keys: Option<&str>, binding: Binding, cut_after: usize) -> Agent {
+    let (server, front) =
+        (TcpListener::bind("127.0.0.1:0").await.unwrap(), TcpListener::bind("127.0.0.1:0").await.unwrap());
+    let (grpc, grpc_front) =
+        (TcpListener::bind("127.0.0.1:0").await.unwrap(), TcpListener::bind("127.0.0.1:0").await.unwrap());
     let public_url = format!("http://{}", front.local_addr().unwrap());
     let auth = AuthSettings { api_keys: api_keys.map(String::from), ..Default::default() }.build().unwrap();
     let embedded = start(EmbeddedConfig {
@@ -116,28 +132,38 @@ async fn agent(executor: Arc<dyn AgentExecutor>, api_keys: Option<&str>, cut_aft
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
         edge: None,
-        grpc_address: None,
+        grpc_address: Some(grpc_front.local_addr().unwrap().to_string()),
     })
     .await
     .unwrap();
+    let (upstream, grpc_upstream) = (server.local_addr().unwrap(), grpc.local_addr().unwrap());
     let service = embedded.service.clone();
     tokio::spawn(async move {
         a2a::server::serve(server, service, std::future::pending::<()>(), Default::default()).await.unwrap();
     });
-    let proxy = proxy(front, upstream, cut_after).await;
-    Agent { url: proxy.url.clone(), proxy }
+    let service = embedded.service.clone();
+    tokio::spawn(async move { a2a::grpc::serve(grpc, service, std::future::pending()).await.unwrap() });
+    // About 300 bytes a gRPC event, after the connection's preface and headers.
+    let (http_cut, grpc_cut) = match binding {
+        Binding::Grpc => (Cut::SseEvents(usize::MAX), Cut::Bytes(cut_after.saturating_mul(300).saturating_add(200))),
+        _ => (Cut::SseEvents(cut_after), Cut::Bytes(usize::MAX)),
+    };
+    let http = proxy(front, upstream, http_cut).await;
+    let grpc = proxy(grpc_front, grpc_upstream, grpc_cut).await;
+    let url = http.url.clone();
+    Agent { url, proxy: if binding == Binding::Grpc { grpc } else { http } }
 }
 
 fn options(binding: Binding) -> ClientOptions {
     ClientOptions { prefer: Some(binding), timeout: Duration::from_secs(20), ..Default::default() }
 }
 
-const BINDINGS: [Binding; 2] = [Binding::JsonRpc, Binding::HttpJson];
+const BINDINGS: [Binding; 3] = [Binding::JsonRpc, Binding::HttpJson, Binding::Grpc];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_stream_resumes_without_losing_or_repeating_events() {
     for binding in BINDINGS {
-        let agent = agent(Arc::new(Chunks { n: 20, gap: Duration::from_millis(25) }), None, 4).await;
+        let agent = agent(Arc::new(Chunks { n: 20, gap: Duration::from_millis(25) }), None, binding, 4).await;
         let client = Client::connect(&agent.url, options(binding)).await.unwrap();
         assert_eq!(client.binding(), binding);
         let events: Vec<_> = client
@@ -165,9 +191,9 @@ async fn a_dropped_stream_resumes_without_losing_or_repeating_events() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn every_operation_and_error_on_both_bindings() {
-    let agent = agent(Arc::new(a2a::executor::EchoAgent), Some("alice:k1"), usize::MAX).await;
+async fn every_operation_and_error_on_every_binding() {
     for binding in BINDINGS {
+        let agent = agent(Arc::new(a2a::executor::EchoAgent), Some("alice:k1"), binding, usize::MAX).await;
         // Without the key: the refusal, read back with its kind.
         let anonymous = Client::connect(&agent.url, options(binding)).await.unwrap();
         match anonymous.send_text("hi").await {

@@ -28,7 +28,7 @@ def spawn_agent(python, script, *args, stdout=None, env=None):
 
 @pytest.fixture(scope="module")
 def sdk():
-    """An agent built with the official a2a-sdk 1.x server (sdk_agent.py)."""
-    url, proc = spawn_agent(sys.executable, "sdk_agent.py")
+    """An agent built with the official a2a-sdk 1.x server (sdk_agent.py), gRPC too."""
+    url, proc = spawn_agent(sys.executable, "sdk_agent.py", "--grpc", str(free_port()))
     yield url
     stop(proc)

@@ -1,22 +1,25 @@
 """An A2A agent built with the official Python SDK (a2a-sdk 1.x, Starlette + uvicorn), JSON-RPC at "/"
-and HTTP+JSON beside it, for the client, command-line and gateway tests. It behaves like
+and HTTP+JSON beside it, and gRPC (the SDK's GrpcHandler on grpc.aio) with --grpc PORT, for the
+client, command-line and gateway tests. It behaves like
 tests/cli/agent.py: "ask ..." asks for a name and greets the follow-up, "slow a b c" streams the
 words 0.3 s apart (a cancel stops it), "fail" fails, anything else is echoed.
 With --verify-sigv4 REGION SERVICE every request but the card's must carry an AWS Signature V4
 that botocore recomputes from the test credentials (an agent on Bedrock AgentCore is called so);
 mismatches get 403 and print "sigv4 mismatch", matches print "sigv4 ok".
-Usage: python3 sdk_agent.py PORT [--verify-sigv4 REGION SERVICE]"""
+Usage: python3 sdk_agent.py PORT [--grpc PORT] [--verify-sigv4 REGION SERVICE]"""
+import argparse
 import asyncio
-import sys
 
+import grpc
 import uvicorn
 from a2a.helpers.proto_helpers import new_task, new_text_message
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
-from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.request_handlers import DefaultRequestHandler, GrpcHandler
 from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types import a2a_pb2 as pb
+from a2a.types import a2a_pb2_grpc
 from starlette.applications import Starlette
 
 
@@ -105,8 +108,14 @@ def verifying_sigv4(app, region, service):
     return middleware
 
 
-def main(port: int, sigv4=None) -> None:
+async def main(port: int, grpc_port=None, sigv4=None) -> None:
     base = f"http://127.0.0.1:{port}"
+    interfaces = [
+        pb.AgentInterface(url=f"{base}/", protocol_binding="JSONRPC", protocol_version="1.0"),
+        pb.AgentInterface(url=base, protocol_binding="HTTP+JSON", protocol_version="1.0"),
+    ]
+    if grpc_port:
+        interfaces.append(pb.AgentInterface(url=f"127.0.0.1:{grpc_port}", protocol_binding="GRPC", protocol_version="1.0"))
     card = pb.AgentCard(
         name="SDK test agent",
         description="An agent built with the official a2a-sdk",
@@ -114,22 +123,28 @@ def main(port: int, sigv4=None) -> None:
         capabilities=pb.AgentCapabilities(streaming=True),
         default_input_modes=["text/plain"],
         default_output_modes=["text/plain"],
-        supported_interfaces=[
-            pb.AgentInterface(url=f"{base}/", protocol_binding="JSONRPC", protocol_version="1.0"),
-            pb.AgentInterface(url=base, protocol_binding="HTTP+JSON", protocol_version="1.0"),
-        ],
+        supported_interfaces=interfaces,
         skills=[pb.AgentSkill(id="echo", name="Echo", description="Echoes, asks, streams", tags=["test"])],
     )
     handler = DefaultRequestHandler(agent_executor=Agent(), task_store=InMemoryTaskStore(), agent_card=card)
+    if grpc_port:
+        server = grpc.aio.server()
+        a2a_pb2_grpc.add_A2AServiceServicer_to_server(GrpcHandler(handler), server)
+        server.add_insecure_port(f"127.0.0.1:{grpc_port}")
+        await server.start()
     routes = create_agent_card_routes(card) + create_jsonrpc_routes(handler, rpc_url="/") + create_rest_routes(handler)
     app = Starlette(routes=routes)
     if sigv4:
         app = verifying_sigv4(app, *sigv4)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
-    server = uvicorn.Server(config)
     print("listening", flush=True)
-    server.run()
+    await uvicorn.Server(config).serve()
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]), sys.argv[3:5] if sys.argv[2:3] == ["--verify-sigv4"] else None)
+    parser = argparse.ArgumentParser()
+    parser.add_argument("port", type=int)
+    parser.add_argument("--grpc", type=int)
+    parser.add_argument("--verify-sigv4", nargs=2, metavar=("REGION", "SERVICE"))
+    args = parser.parse_args()
+    asyncio.run(main(args.port, args.grpc, args.verify_sigv4))

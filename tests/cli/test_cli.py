@@ -20,7 +20,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 from support import a2a_local, free_port, stop  # noqa: E402
 
-BINDINGS = ["JSONRPC", "HTTP+JSON"]
+BINDINGS = ["JSONRPC", "HTTP+JSON", "GRPC"]
 KEY = "cli-secret-key-123"
 
 
@@ -40,16 +40,21 @@ def agent():
     stop(proc)
 
 
+def grpc_addr():
+    """a2a-local's gRPC binding on a free port (the card declares it after the HTTP bindings)."""
+    return ["--grpc-addr", f"127.0.0.1:{free_port()}"]
+
+
 @pytest.fixture(scope="module")
 def url(agent):
-    base, proc = a2a_local(["--agent-url", agent, "--webhook-allow", "127.0.0.1/32"])
+    base, proc = a2a_local(["--agent-url", agent, "--webhook-allow", "127.0.0.1/32", *grpc_addr()])
     yield base
     stop(proc)
 
 
 @pytest.fixture(scope="module")
 def keyed(agent):
-    base, proc = a2a_local(["--agent-url", agent, "--api-keys", f"ops:{KEY}"])
+    base, proc = a2a_local(["--agent-url", agent, "--api-keys", f"ops:{KEY}", *grpc_addr()])
     yield base
     stop(proc)
 
@@ -158,14 +163,27 @@ def test_files_go_both_ways(url, tmp_path):
     assert (tmp_path / "report.txt").read_text() == "quarterly numbers\n"
 
 
-def test_credentials_from_the_environment_are_used_and_never_printed(keyed):
-    refused = run("send", keyed, "hi")
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_credentials_from_the_environment_are_used_and_never_printed(keyed, binding):
+    refused = run("--binding", binding, "send", keyed, "hi")
     assert refused.returncode == 4 and "UNAUTHENTICATED" in refused.stderr
-    ok = run("send", keyed, "hi", env={"A2A_API_KEY": KEY})
+    ok = run("--binding", binding, "send", keyed, "hi", env={"A2A_API_KEY": KEY})
     assert ok.returncode == 0, ok.stderr
     helped = run("--help", env={"A2A_API_KEY": KEY})
     for r in (refused, ok, helped):
         assert KEY not in r.stdout + r.stderr
+
+
+def test_a_grpc_interface_that_does_not_answer_is_a_connection_failure(agent):
+    """The card declares a gRPC port nobody listens on: exit 3 (connection), not a hang."""
+    dead = free_port()
+    base, proc = a2a_local(["--agent-url", agent, "--grpc-addr", f"127.0.0.1:{free_port()}",
+                            "--grpc-public-addr", f"127.0.0.1:{dead}"])
+    try:
+        r = run("--binding", "GRPC", "send", base, "hi", timeout=30)
+        assert r.returncode == 3 and "connection" in r.stderr, r.stderr
+    finally:
+        stop(proc)
 
 
 # --- through a pseudo-terminal ---------------------------------------------------------------------

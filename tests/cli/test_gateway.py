@@ -1,6 +1,6 @@
 """The gateway (`a2a-local --agent-a2a URL`) in front of an agent built with the official a2a-sdk
 (tests/cli/sdk_agent.py), driven by the official a2a-sdk client over JSON-RPC and HTTP+JSON, on the
-memory backend and on --backend aws (moto): blocking and streaming sends relayed event by event,
+memory backend, on --backend aws (moto), and with the gateway calling the upstream over gRPC: blocking and streaming sends relayed event by event,
 multi-turn through the upstream's INPUT_REQUIRED, a cancel forwarded to the upstream task, an
 upstream failure ending the task FAILED with its reason, and push notifications through the host."""
 
@@ -27,9 +27,22 @@ def upstream(sdk):
     return sdk
 
 
-@pytest.fixture(scope="module", params=["memory", "aws"])
-def gateway(request, upstream):
+@pytest.fixture(scope="module", params=["memory", "aws", "grpc-upstream"])
+def gateway(request, upstream, tmp_path_factory):
+    """a2a-local in front of the SDK agent; "grpc-upstream" talks to it over gRPC (AGENT_A2A_BINDING)."""
     args = ["--agent-a2a", upstream, "--webhook-allow", "127.0.0.1/32"]
+    if request.param == "grpc-upstream":
+        log = tmp_path_factory.mktemp("gateway") / "a2a-local.log"
+        os.environ["AGENT_A2A_BINDING"] = "GRPC"
+        try:
+            base, proc = a2a_local(args, log=open(log, "w"))
+        finally:
+            del os.environ["AGENT_A2A_BINDING"]
+        yield base
+        stop(proc)
+        connected = [line for line in log.read_text().splitlines() if "upstream agent connected" in line]
+        assert connected and all("GRPC" in line for line in connected), log.read_text()[-2000:]
+        return
     if request.param == "aws":
         if not os.environ.get("AWS_ENDPOINT_URL"):
             pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")

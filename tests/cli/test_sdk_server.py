@@ -1,5 +1,5 @@
 """The `a2a` command line (and so the client library) against an agent built with the official
-Python SDK (a2a-sdk 1.x server, tests/cli/sdk_agent.py), over JSON-RPC and HTTP+JSON: the card,
+Python SDK (a2a-sdk 1.x server, tests/cli/sdk_agent.py), over JSON-RPC, HTTP+JSON and gRPC: the card,
 blocking and streaming sends, multi-turn, cancel, subscribe, list and a protocol error."""
 
 import time

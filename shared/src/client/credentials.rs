@@ -97,13 +97,22 @@ impl Authorizer {
     }
 
     /// `req` with the credentials on it.
-    pub(crate) async fn apply(&self, req: reqwest::RequestBuilder) -> ClientResult<reqwest::RequestBuilder> {
+    pub(crate) async fn apply(&self, mut req: reqwest::RequestBuilder) -> ClientResult<reqwest::RequestBuilder> {
+        for (name, value) in self.headers().await? {
+            req = req.header(name, value);
+        }
+        Ok(req)
+    }
+
+    /// The credentials as headers (gRPC: metadata); SigV4 adds its own once the request is built
+    /// (see `sign`).
+    pub(crate) async fn headers(&self) -> ClientResult<Vec<(String, String)>> {
+        let bearer = |token: &str| vec![("authorization".to_string(), format!("Bearer {token}"))];
         Ok(match &self.credentials {
-            Credentials::None => req,
-            Credentials::ApiKey(key) => req.header(self.api_key_header.as_str(), key.as_str()),
-            Credentials::Bearer(token) => req.bearer_auth(token),
-            Credentials::ClientCredentials { .. } => req.bearer_auth(self.client_token().await?),
-            Credentials::SigV4 { .. } => req, // signed once built (see `sign`)
+            Credentials::None | Credentials::SigV4 { .. } => Vec::new(),
+            Credentials::ApiKey(key) => vec![(self.api_key_header.clone(), key.clone())],
+            Credentials::Bearer(token) => bearer(token),
+            Credentials::ClientCredentials { .. } => bearer(&self.client_token().await?),
         })
     }
 

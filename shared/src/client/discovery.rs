@@ -8,12 +8,13 @@ use super::{ClientError, ClientResult};
 use crate::card::{LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
 use crate::types::{AgentCard, AgentInterface};
 
-/// The bindings this client speaks: A2A 1.0 JSON-RPC and HTTP+JSON, and 0.3 JSON-RPC for agents
-/// that speak nothing newer.
+/// The bindings this client speaks: A2A 1.0 JSON-RPC, HTTP+JSON and gRPC (feature `client-grpc`),
+/// and 0.3 JSON-RPC for agents that speak nothing newer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Binding {
     JsonRpc,
     HttpJson,
+    Grpc,
     JsonRpc03,
 }
 
@@ -22,6 +23,7 @@ impl Binding {
         match self {
             Self::JsonRpc => "JSONRPC",
             Self::HttpJson => "HTTP+JSON",
+            Self::Grpc => "GRPC",
             Self::JsonRpc03 => "JSONRPC 0.3",
         }
     }
@@ -33,6 +35,7 @@ impl Binding {
         match interface.protocol_binding.to_ascii_uppercase().as_str() {
             "JSONRPC" if v1 => Some(Self::JsonRpc),
             "HTTP+JSON" | "REST" if v1 => Some(Self::HttpJson),
+            "GRPC" if v1 && cfg!(feature = "client-grpc") => Some(Self::Grpc),
             "JSONRPC" if v03 => Some(Self::JsonRpc03),
             _ => None,
         }
@@ -46,8 +49,9 @@ impl std::str::FromStr for Binding {
         match s.to_ascii_uppercase().as_str() {
             "JSONRPC" | "JSON-RPC" => Ok(Self::JsonRpc),
             "HTTP+JSON" | "REST" | "HTTP" => Ok(Self::HttpJson),
+            "GRPC" => Ok(Self::Grpc),
             "JSONRPC-0.3" | "JSONRPC03" | "0.3" => Ok(Self::JsonRpc03),
-            other => Err(format!("unknown binding {other:?} (JSONRPC, HTTP+JSON or JSONRPC-0.3)")),
+            other => Err(format!("unknown binding {other:?} (JSONRPC, HTTP+JSON, GRPC or JSONRPC-0.3)")),
         }
     }
 }
@@ -103,7 +107,7 @@ pub fn choose(card: &AgentCard, prefer: Option<Binding>) -> ClientResult<(Bindin
             .map(|i| format!("{} {}", i.protocol_binding, i.protocol_version))
             .collect();
         ClientError::Card(format!(
-            "the agent offers no A2A 1.0 JSON-RPC or HTTP+JSON interface, nor 0.3 JSON-RPC (it offers: {})",
+            "the agent offers no A2A 1.0 interface this client speaks, nor 0.3 JSON-RPC (it offers: {})",
             if offered.is_empty() { "none".to_string() } else { offered.join(", ") }
         ))
     })
@@ -126,21 +130,28 @@ mod tests {
     fn the_cards_order_decides_unless_a_binding_is_preferred() {
         let mut card = crate::card::default_card();
         card.supported_interfaces = vec![
-            iface("GRPC", "1.0", "grpc://a"),
+            iface("GRPC", "0.3", "grpc://old-grpc"),
             iface("JSONRPC", "0.3", "http://old"),
             iface("HTTP+JSON", "1.0", "http://rest"),
             iface("JSONRPC", "1.0", "http://rpc"),
+            iface("GRPC", "1.0", "127.0.0.1:50051"),
             iface("HTTP+JSON", "0.3", "http://old-rest"),
         ];
         let (b, i) = choose(&card, None).unwrap();
         assert_eq!((b, i.url.as_str()), (Binding::HttpJson, "http://rest"), "1.0 before 0.3");
         let (b, i) = choose(&card, Some(Binding::JsonRpc)).unwrap();
         assert_eq!((b, i.url.as_str()), (Binding::JsonRpc, "http://rpc"));
+        let (b, i) = choose(&card, Some(Binding::Grpc)).unwrap();
+        if cfg!(feature = "client-grpc") {
+            assert_eq!((b, i.url.as_str()), (Binding::Grpc, "127.0.0.1:50051"));
+        } else {
+            assert_eq!(b, Binding::HttpJson, "a build without gRPC takes the card's first it speaks");
+        }
         card.supported_interfaces.truncate(2);
         let (b, i) = choose(&card, None).unwrap();
         assert_eq!((b, i.url.as_str()), (Binding::JsonRpc03, "http://old"), "a 0.3-only agent");
         card.supported_interfaces.truncate(1);
         let err = choose(&card, None).unwrap_err().to_string();
-        assert!(err.contains("it offers: GRPC 1.0"), "{err}");
+        assert!(err.contains("it offers: GRPC 0.3"), "{err}");
     }
 }

@@ -1,11 +1,12 @@
 //! An A2A client on the project's own types (feature `client`): card discovery, the choice of a
 //! transport in the card's order, every operation over JSON-RPC and HTTP+JSON (A2A 1.0), streams that
-//! resume by themselves after a dropped connection, credentials (API key, bearer token, OAuth 2.0
+//! resume by themselves after a dropped connection, gRPC with the feature `client-grpc`, credentials (API key, bearer token, OAuth 2.0
 //! client credentials from the card's declared flow), and typed errors carrying the protocol error.
 //!
 //! - [`discovery`]: fetching the card and choosing the interface.
 //! - [`credentials`]: what a request carries to authenticate, tokens cached and refreshed.
 //! - [`transport`]: one operation as a JSON-RPC call or an HTTP+JSON request.
+//! - `grpc`: one operation as a gRPC call, streams as server streams (feature `client-grpc`).
 //! - [`stream`]: SSE decoding and resumption (`Last-Event-ID`, bounded retries with backoff).
 //!
 //! ```no_run
@@ -18,6 +19,11 @@
 
 pub mod credentials;
 pub mod discovery;
+#[cfg(feature = "client-grpc")]
+mod grpc;
+#[cfg(not(feature = "client-grpc"))]
+#[path = "no_grpc.rs"]
+mod grpc;
 pub mod stream;
 pub mod transport;
 mod v03;
@@ -103,7 +109,7 @@ impl From<reqwest::Error> for ClientError {
     }
 }
 
-fn root_cause(e: &dyn std::error::Error) -> String {
+pub(crate) fn root_cause(e: &dyn std::error::Error) -> String {
     let mut cause = e;
     while let Some(next) = cause.source() {
         cause = next;
@@ -133,6 +139,9 @@ pub struct Client {
     pub(crate) tenant: String,
     pub(crate) credentials: credentials::Authorizer,
     pub(crate) options: ClientOptions,
+    /// The gRPC channel, when the interface is gRPC.
+    #[cfg(feature = "client-grpc")]
+    pub(crate) grpc: grpc::Connection,
 }
 
 impl std::fmt::Debug for Client {
@@ -166,6 +175,8 @@ impl Client {
             card,
             credentials,
             options,
+            #[cfg(feature = "client-grpc")]
+            grpc: grpc::Connection::default(),
         })
     }
 

@@ -1,7 +1,7 @@
-//! Streams: the SSE answer of SendStreamingMessage or SubscribeToTask read event by event, and
-//! resumed when the connection drops before the turn ends: SubscribeToTask again with
-//! `Last-Event-ID` set to the last sequence number seen (bounded attempts, growing delays), events
-//! already delivered skipped, so none is lost or repeated. A task that finished while the client was
+//! Streams: the SSE answer (or the gRPC server stream) of SendStreamingMessage or SubscribeToTask
+//! read event by event, and resumed when the connection drops before the turn ends: SubscribeToTask
+//! again with `Last-Event-ID` (gRPC: `last-event-id` metadata) set to the last sequence number seen
+//! (bounded attempts, growing delays), events already delivered skipped, so none is lost or repeated. A task that finished while the client was
 //! away is still delivered (the agent replays what the client missed, or the client reads the task).
 
 use std::collections::VecDeque;
@@ -16,8 +16,8 @@ use super::{Binding, Client, ClientError, ClientResult, Event, EventStream};
 use crate::error::{A2aError, ErrorKind};
 use crate::types::{GetTaskRequest, SendMessageRequest, StreamResponse};
 
-/// Largest SSE event read.
-const MAX_EVENT: usize = 16 * 1024 * 1024;
+/// Largest stream event read.
+pub(crate) const MAX_EVENT: usize = 16 * 1024 * 1024;
 const FIRST_DELAY: Duration = Duration::from_millis(200);
 const MAX_DELAY: Duration = Duration::from_secs(5);
 
@@ -31,15 +31,14 @@ pub(crate) async fn open(client: Client, start: Start) -> ClientResult<EventStre
         Start::Send(req) => ("SendStreamingMessage", serde_json::to_value(req).unwrap_or_default(), None),
         Start::Subscribe { task_id, after } => ("SubscribeToTask", json!({"id": task_id}), *after),
     };
-    let resp = events_of(&client, client.send(method, &params, after).await?).await?;
+    let source = Source::open(&client, method, &params, after).await?;
     let task_id = match start {
         Start::Subscribe { task_id, .. } => Some(task_id),
         Start::Send(_) => None,
     };
     let state = State {
         client,
-        resp: Some(resp),
-        decoder: SseDecoder::default(),
+        source: Some(source),
         pending: VecDeque::new(),
         task_id,
         last_seq: after,
@@ -47,6 +46,45 @@ pub(crate) async fn open(client: Client, start: Start) -> ClientResult<EventStre
         attempts: 0,
     };
     Ok(futures::stream::unfold(state, next).boxed())
+}
+
+/// Where the events come from: an SSE answer, or a gRPC server stream.
+enum Source {
+    Sse { resp: reqwest::Response, decoder: SseDecoder },
+    Grpc(super::grpc::Messages),
+}
+
+/// A stream's events, numbered when the agent numbers them.
+type Numbered = Vec<(Option<u64>, StreamResponse)>;
+
+impl Source {
+    async fn open(client: &Client, method: &str, params: &Value, after: Option<u64>) -> ClientResult<Self> {
+        if client.binding == Binding::Grpc {
+            return Ok(Self::Grpc(client.grpc_stream(method, params, after).await?));
+        }
+        let resp = events_of(client, client.send(method, params, after).await?).await?;
+        Ok(Self::Sse { resp, decoder: SseDecoder::default() })
+    }
+
+    /// The next events; `None` when the connection ended, broke or went silent.
+    async fn pull(&mut self, client: &Client) -> ClientResult<Option<Numbered>> {
+        let (resp, decoder) = match self {
+            Self::Grpc(messages) => return Ok(messages.next(client.options.timeout).await?.map(|one| vec![one])),
+            Self::Sse { resp, decoder } => (resp, decoder),
+        };
+        let Ok(Ok(Some(bytes))) = tokio::time::timeout(client.options.timeout, resp.chunk()).await else {
+            return Ok(None);
+        };
+        let frames = decoder.push(&bytes).map_err(ClientError::InvalidResponse)?;
+        frames
+            .into_iter()
+            .map(|frame| {
+                let seq = frame.id.as_deref().and_then(|id| id.trim().parse::<u64>().ok());
+                Ok((seq, read(client.binding, &frame.data)?))
+            })
+            .collect::<ClientResult<_>>()
+            .map(Some)
+    }
 }
 
 /// The answer if it is an event stream; its error otherwise.
@@ -64,15 +102,34 @@ async fn events_of(client: &Client, resp: reqwest::Response) -> ClientResult<req
     let value: Value = serde_json::from_slice(&body).map_err(|_| unexpected(status, &body))?;
     Err(match (client.binding, value.get("error")) {
         (Binding::JsonRpc | Binding::JsonRpc03, Some(error)) => ClientError::Protocol(A2aError::from_jsonrpc(error)),
-        (Binding::HttpJson, Some(_)) => ClientError::Protocol(A2aError::from_rest(status, &value)),
+        (Binding::HttpJson | Binding::Grpc, Some(_)) => ClientError::Protocol(A2aError::from_rest(status, &value)),
         _ => unexpected(status, &body),
     })
 }
 
+/// One SSE event's data as a stream response (or the protocol error it carries).
+fn read(binding: Binding, data: &str) -> ClientResult<StreamResponse> {
+    let value: Value = serde_json::from_str(data)
+        .map_err(|e| ClientError::InvalidResponse(format!("a stream event is not JSON: {e}")))?;
+    let payload = match binding {
+        Binding::JsonRpc | Binding::JsonRpc03 => match (value.get("error"), value.get("result")) {
+            (Some(error), _) => return Err(ClientError::Protocol(A2aError::from_jsonrpc(error))),
+            (None, Some(result)) if binding == Binding::JsonRpc03 => return super::v03::event(result.clone()),
+            (None, Some(result)) => result.clone(),
+            _ => return Err(ClientError::InvalidResponse("a stream event is not a JSON-RPC response".into())),
+        },
+        Binding::HttpJson | Binding::Grpc if value.get("error").is_some() => {
+            return Err(ClientError::Protocol(A2aError::from_rest(200, &value)))
+        }
+        Binding::HttpJson | Binding::Grpc => value,
+    };
+    serde_json::from_value(payload)
+        .map_err(|e| ClientError::InvalidResponse(format!("a stream event is not a StreamResponse: {e}")))
+}
+
 struct State {
     client: Client,
-    resp: Option<reqwest::Response>,
-    decoder: SseDecoder,
+    source: Option<Source>,
     pending: VecDeque<Event>,
     task_id: Option<String>,
     last_seq: Option<u64>,
@@ -88,18 +145,18 @@ async fn next(mut st: State) -> Option<(ClientResult<Event>, State)> {
         if st.ended {
             return None;
         }
-        let resp = st.resp.as_mut()?;
-        let chunk = tokio::time::timeout(st.client.options.timeout, resp.chunk()).await;
-        let failure = match chunk {
-            Ok(Ok(Some(bytes))) => match st.take(&bytes) {
-                Ok(()) => continue,
-                Err(e) => Some(e),
-            },
+        let pulled = st.source.as_mut()?.pull(&st.client).await;
+        let failure = match pulled {
+            Ok(Some(events)) => {
+                st.take(events);
+                continue;
+            }
             // The connection ended (or broke, or went silent) before the turn did.
-            _ => match st.resume().await {
+            Ok(None) => match st.resume().await {
                 Ok(()) => continue,
                 Err(e) => Some(e),
             },
+            Err(e) => Some(e),
         };
         st.ended = true;
         st.pending.clear();
@@ -108,14 +165,12 @@ async fn next(mut st: State) -> Option<(ClientResult<Event>, State)> {
 }
 
 impl State {
-    /// Reads the events in `bytes`.
-    fn take(&mut self, bytes: &[u8]) -> ClientResult<()> {
-        for frame in self.decoder.push(bytes).map_err(ClientError::InvalidResponse)? {
-            let seq = frame.id.as_deref().and_then(|id| id.trim().parse::<u64>().ok());
+    /// Queues the events not delivered before, up to the one that ends the turn.
+    fn take(&mut self, events: Numbered) {
+        for (seq, event) in events {
             if seq.is_some_and(|s| self.last_seq.is_some_and(|last| s <= last)) {
                 continue; // delivered before the connection dropped
             }
-            let event = self.read(&frame.data)?;
             if self.task_id.is_none() && !event.task_id().is_empty() {
                 self.task_id = Some(event.task_id().to_string());
             }
@@ -127,33 +182,11 @@ impl State {
                 break;
             }
         }
-        Ok(())
-    }
-
-    fn read(&self, data: &str) -> ClientResult<StreamResponse> {
-        let value: Value = serde_json::from_str(data)
-            .map_err(|e| ClientError::InvalidResponse(format!("a stream event is not JSON: {e}")))?;
-        let payload = match self.client.binding {
-            Binding::JsonRpc | Binding::JsonRpc03 => match (value.get("error"), value.get("result")) {
-                (Some(error), _) => return Err(ClientError::Protocol(A2aError::from_jsonrpc(error))),
-                (None, Some(result)) if self.client.binding == Binding::JsonRpc03 => {
-                    return super::v03::event(result.clone());
-                }
-                (None, Some(result)) => result.clone(),
-                _ => return Err(ClientError::InvalidResponse("a stream event is not a JSON-RPC response".into())),
-            },
-            Binding::HttpJson if value.get("error").is_some() => {
-                return Err(ClientError::Protocol(A2aError::from_rest(200, &value)))
-            }
-            Binding::HttpJson => value,
-        };
-        serde_json::from_value(payload)
-            .map_err(|e| ClientError::InvalidResponse(format!("a stream event is not a StreamResponse: {e}")))
     }
 
     /// Subscribes again after the last event seen; a task that ended meanwhile is read instead.
     async fn resume(&mut self) -> ClientResult<()> {
-        self.resp = None;
+        self.source = None;
         let task_id = self.task_id.clone().ok_or_else(|| {
             ClientError::Transport("the stream ended before it named its task; it cannot be resumed".into())
         })?;
@@ -168,14 +201,9 @@ impl State {
             }
             let factor = 2u32.saturating_pow(self.attempts - 1);
             tokio::time::sleep(FIRST_DELAY.saturating_mul(factor).min(MAX_DELAY)).await;
-            self.decoder = SseDecoder::default();
-            let sent = match self.client.send("SubscribeToTask", &params, self.last_seq).await {
-                Ok(resp) => events_of(&self.client, resp).await,
-                Err(e) => Err(e),
-            };
-            match sent {
-                Ok(resp) => {
-                    self.resp = Some(resp);
+            match Source::open(&self.client, "SubscribeToTask", &params, self.last_seq).await {
+                Ok(source) => {
+                    self.source = Some(source);
                     return Ok(());
                 }
                 // Finished, and nothing left to replay from where the client is: the task as it ended.

@@ -1,7 +1,7 @@
 //! One operation on the wire: a JSON-RPC 2.0 call (`POST` to the interface URL, the 1.0 method
 //! name) or an HTTP+JSON request (the route of the operation, its fields in the path, the query or
-//! the body), with `A2A-Version: 1.0` and the credentials; answers and errors read back into the
-//! project's types and [`crate::error::A2aError`].
+//! the body), with `A2A-Version: 1.0` and the credentials (a gRPC interface: see `grpc`); answers and
+//! errors read back into the project's types and [`crate::error::A2aError`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,12 +20,22 @@ impl Client {
     /// Calls `method` (a 1.0 method name) with `params` and reads its result.
     pub(crate) async fn call<P: Serialize, R: DeserializeOwned>(&self, method: &str, params: P) -> ClientResult<R> {
         let params = serde_json::to_value(params).map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
-        let resp = self.send(method, &params, None).await?;
+        let result = match self.binding {
+            Binding::Grpc => self.grpc_call(method, &params).await?,
+            _ => self.http_call(method, &params).await?,
+        };
+        serde_json::from_value(result)
+            .map_err(|e| ClientError::InvalidResponse(format!("{method}: the result is not what 1.0 says: {e}")))
+    }
+
+    /// The result of `method` over JSON-RPC or HTTP+JSON, as 1.0 JSON.
+    async fn http_call(&self, method: &str, params: &Value) -> ClientResult<Value> {
+        let resp = self.send(method, params, None).await?;
         let status = resp.status().as_u16();
         let body =
             tokio::time::timeout(self.options.timeout, resp.bytes()).await.map_err(|_| ClientError::Timeout)??;
         let value: Value = if body.is_empty() { Value::Null } else { read_json(status, &body)? };
-        let result = match self.binding {
+        Ok(match self.binding {
             Binding::JsonRpc | Binding::JsonRpc03 => match (value.get("error"), value.get("result")) {
                 (Some(error), _) => return Err(ClientError::Protocol(A2aError::from_jsonrpc(error))),
                 (None, Some(result)) if status == 200 && self.binding == Binding::JsonRpc03 => {
@@ -38,10 +48,8 @@ impl Client {
             Binding::HttpJson if value.get("error").is_some() => {
                 return Err(ClientError::Protocol(A2aError::from_rest(status, &value)))
             }
-            Binding::HttpJson => return Err(unexpected(status, &body)),
-        };
-        serde_json::from_value(result)
-            .map_err(|e| ClientError::InvalidResponse(format!("{method}: the result is not what 1.0 says: {e}")))
+            Binding::HttpJson | Binding::Grpc => return Err(unexpected(status, &body)),
+        })
     }
 
     /// Sends `method` and returns the answer as it starts (its body unread): what a stream reads.
@@ -78,6 +86,7 @@ impl Client {
     fn request(&self, method: &str, params: &Value) -> ClientResult<reqwest::RequestBuilder> {
         let streaming = matches!(method, "SendStreamingMessage" | "SubscribeToTask");
         let req = match self.binding {
+            Binding::Grpc => return Err(ClientError::Transport("a gRPC interface takes no HTTP requests".into())),
             Binding::JsonRpc03 => {
                 let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
                 let (method, params) = super::v03::request(method, params)?;

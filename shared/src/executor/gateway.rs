@@ -18,7 +18,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::{AgentError, AgentExecutor, EventSink, RequestContext};
-use crate::client::{request, Binding, Client, ClientOptions, Credentials};
+use crate::client::{request, Binding, Client, ClientError, ClientOptions, Credentials};
 use crate::types::*;
 
 /// Where the upstream ids travel in the host's history.
@@ -45,8 +45,8 @@ impl GatewayConfig {
     /// With the `AGENT_A2A_*` settings: `AGENT_A2A_API_KEY`, `AGENT_A2A_TOKEN`,
     /// `AGENT_A2A_CLIENT_ID` + `AGENT_A2A_CLIENT_SECRET` (+ `AGENT_A2A_SCOPES`,
     /// `AGENT_A2A_TOKEN_URL`), or `AGENT_A2A_AUTH=sigv4` (+ `AGENT_A2A_SIGV4_SERVICE`, default
-    /// `bedrock-agentcore`; region from `AWS_REGION`); `AGENT_A2A_BINDING` (JSONRPC, HTTP+JSON or
-    /// JSONRPC-0.3); `AGENT_A2A_TIMEOUT` (s).
+    /// `bedrock-agentcore`; region from `AWS_REGION`); `AGENT_A2A_BINDING` (JSONRPC, HTTP+JSON, GRPC
+    /// or JSONRPC-0.3); `AGENT_A2A_TIMEOUT` (s).
     pub fn with_env(mut self) -> Self {
         let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let sigv4 = var("AGENT_A2A_AUTH").is_some_and(|a| a.eq_ignore_ascii_case("sigv4"));
@@ -104,7 +104,9 @@ impl GatewayAgent {
                     timeout: self.config.timeout,
                     ..ClientOptions::default()
                 };
-                Client::connect(&self.config.url, options).await
+                let client = Client::connect(&self.config.url, options).await?;
+                tracing::info!(url = client.url(), binding = client.binding().name(), "upstream agent connected");
+                Ok::<_, ClientError>(client)
             })
             .await
             .map_err(failed)

@@ -137,6 +137,7 @@ pub struct ListTaskPushNotificationConfigsRequest {
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListTaskPushNotificationConfigsResponse {
+    #[serde(default)]
     pub configs: Vec<TaskPushNotificationConfig>,
     #[serde(default)]
     pub next_page_token: String,
