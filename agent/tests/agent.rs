@@ -25,6 +25,7 @@ async fn serve() -> Embedded {
         push_timeout: std::time::Duration::from_secs(2),
         edge: None,
         grpc_address: None,
+        card_signing: Default::default(),
     })
     .await
     .unwrap()

@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use a2a::client::verify::Trust;
 use a2a::client::{request, Binding, Client, ClientError, ClientOptions, Credentials, EventStream};
 use a2a::types::*;
 use base64::Engine;
@@ -56,7 +57,18 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Show the agent card.
-    Card { url: String },
+    Card {
+        url: String,
+        /// Verify the card's signatures (keys from their jku on the card's origin, or --trusted-jwks).
+        #[arg(long)]
+        verify: bool,
+        /// A JWKS (or JWK) file whose keys are trusted as they are.
+        #[arg(long, requires = "verify")]
+        trusted_jwks: Vec<PathBuf>,
+        /// An origin besides the card's own whose jku may be fetched (https://keys.example.com).
+        #[arg(long, requires = "verify")]
+        allow_jku: Vec<String>,
+    },
     /// Send a message: a new task, or a follow-up with --task.
     Send {
         url: String,
@@ -155,6 +167,8 @@ pub enum Exit {
     Setup = 7,
     /// The agent answered something the protocol does not allow.
     Invalid = 8,
+    /// The card's signatures do not verify.
+    Untrusted = 9,
 }
 
 impl Exit {
@@ -164,6 +178,7 @@ impl Exit {
             ClientError::Transport(_) | ClientError::Timeout => Self::Unreachable,
             ClientError::InvalidResponse(_) => Self::Invalid,
             ClientError::Card(_) | ClientError::Credentials(_) => Self::Setup,
+            ClientError::Signature(_) => Self::Untrusted,
         }
     }
 
@@ -243,9 +258,21 @@ async fn connect(cli: &Cli, url: &str) -> Result<Client, Failure> {
 
 async fn execute(cli: &Cli, out: &Out) -> Result<Exit, Failure> {
     match &cli.command {
-        Command::Card { url } => {
+        Command::Card { url, verify, trusted_jwks, allow_jku } => {
             let client = connect(cli, url).await?;
             out.card(client.card(), client.binding());
+            if *verify {
+                let mut trust = Trust { jku_origins: allow_jku.clone(), ..Trust::default() };
+                for path in trusted_jwks {
+                    let text = std::fs::read_to_string(path)
+                        .map_err(|e| Failure::Local(format!("{}: {e}", path.display())))?;
+                    let jwks = serde_json::from_str(&text)
+                        .map_err(|e| Failure::Local(format!("{}: not JSON: {e}", path.display())))?;
+                    trust.add_jwks(&jwks);
+                }
+                let verified = client.verify_card(&trust).await?;
+                out.note(&format!("signature verified: kid {} ({})", verified.kid, verified.alg));
+            }
             Ok(Exit::Ok)
         }
         Command::Send { url, text, stream, task, context, file, data, no_wait } => {

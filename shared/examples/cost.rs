@@ -94,6 +94,7 @@ async fn main() {
         push_timeout: Duration::from_secs(5),
         edge: None,
         grpc_address: None,
+        card_signing: Default::default(),
     })
     .await
     .unwrap();

@@ -16,6 +16,13 @@ use crate::version::Version;
 pub const WELL_KNOWN_PATH: &str = "/.well-known/agent-card.json";
 /// The 0.3 (and earlier) location of the card.
 pub const LEGACY_WELL_KNOWN_PATH: &str = "/.well-known/agent.json";
+/// The JWKS with the public keys of the card's signatures (see [`crate::signing`]).
+pub const JWKS_PATH: &str = "/.well-known/jwks.json";
+
+/// The card's paths and the JWKS: public, served without credentials.
+pub fn is_public_path(path: &str) -> bool {
+    path == WELL_KNOWN_PATH || path == LEGACY_WELL_KNOWN_PATH || path == JWKS_PATH
+}
 
 /// What the server can actually do, so the card never claims more.
 #[derive(Debug, Clone)]
@@ -121,6 +128,8 @@ pub struct CardService {
     v1: ServedCard,
     v03: ServedCard,
     extended: Option<AgentCard>,
+    /// The JWKS of the signing keys, when the cards are signed.
+    jwks: Option<ServedCard>,
     pub max_age: u32,
     pub last_modified: DateTime<Utc>,
     /// `last_modified` as an HTTP date, formatted once.
@@ -138,6 +147,8 @@ impl CardService {
         last_modified: DateTime<Utc>,
     ) -> Self {
         let url = public_url.trim_end_matches('/').to_string();
+        // Signatures of a card file are stale once the card is completed here; see `sign`.
+        card.signatures.clear();
         let interface = |binding: &str, version: &str| AgentInterface {
             url: url.clone(),
             protocol_binding: binding.into(),
@@ -181,7 +192,31 @@ impl CardService {
         let v1 = ServedCard::new(&serde_json::to_value(&card).unwrap_or_default());
         let v03 = ServedCard::new(&v03::card_to_wire(&card));
         let last_modified_http = last_modified.format("%a, %d %b %Y %H:%M:%S GMT").to_string();
-        Self { card, v1, v03, extended, max_age: 300, last_modified, last_modified_http }
+        Self { card, v1, v03, extended, jwks: None, max_age: 300, last_modified, last_modified_http }
+    }
+
+    /// Signs the 1.0 card and the extended card with every key of `signing` (spec §8.4) and
+    /// publishes the keys' JWKS; the ETag follows the signed bytes. The 0.3 card stays unsigned:
+    /// 0.3 clients would canonicalize other bytes.
+    #[cfg(feature = "signing")]
+    pub async fn sign(&mut self, signing: &crate::signing::CardSigning) -> std::result::Result<(), String> {
+        if signing.signers.is_empty() {
+            return Ok(());
+        }
+        let jku = signing.jku.as_deref();
+        let json = |card: &AgentCard| serde_json::to_value(card).map_err(|e| e.to_string());
+        self.card.signatures = crate::signing::card::sign(&json(&self.card)?, &signing.signers, jku).await?;
+        self.v1 = ServedCard::new(&json(&self.card)?);
+        if let Some(extended) = self.extended.as_mut() {
+            extended.signatures = crate::signing::card::sign(&json(extended)?, &signing.signers, jku).await?;
+        }
+        self.jwks = Some(ServedCard::new(&signing.jwks()));
+        Ok(())
+    }
+
+    /// The JWKS document, when the cards are signed.
+    pub fn jwks(&self) -> Option<&ServedCard> {
+        self.jwks.as_ref()
     }
 
     pub fn served(&self, version: Version) -> &ServedCard {

@@ -59,6 +59,8 @@ pub struct EmbeddedConfig {
     pub edge: Option<crate::adapters::edge_publisher::EdgeSettings>,
     /// Where the gRPC binding listens (`host:port`), declared in the card; `None`: not served.
     pub grpc_address: Option<String>,
+    /// Keys that sign the served cards (none: unsigned); `jku` defaults to the agent's JWKS.
+    pub card_signing: crate::signing::CardSigning,
 }
 
 /// A running embedded agent.
@@ -182,7 +184,7 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
     };
     let deliverer = Arc::new(Deliverer::new(config.webhook_allow.clone(), config.push_timeout)?);
     let abilities = ServerAbilities { streaming: true, push_notifications: true, grpc_address: config.grpc_address };
-    let card = CardService::new(
+    let mut card = CardService::new(
         config.card,
         config.extended_card,
         &config.public_url,
@@ -190,6 +192,11 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
         config.auth.as_ref(),
         clock.now(),
     );
+    let mut signing = config.card_signing;
+    if signing.jku.is_none() {
+        signing.jku = Some(format!("{}{}", config.public_url.trim_end_matches('/'), crate::card::JWKS_PATH));
+    }
+    card.sign(&signing).await.map_err(|e| crate::error::A2aError::internal(format!("signing the agent card: {e}")))?;
     let hub = crate::adapters::edge_publisher::EdgePublisher::wrap(Arc::new(MemoryHub::default()), config.edge)?;
     let ports = EnginePorts {
         store: wiring.store,

@@ -5,7 +5,7 @@
 use bytes::Bytes;
 use http::{header, Method, Request, Response, StatusCode};
 
-use crate::card::{LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
+use crate::card::{is_public_path, JWKS_PATH};
 use crate::error::{A2aError, ErrorKind};
 use crate::response::{internal_response, JSON};
 use crate::version;
@@ -21,7 +21,7 @@ impl Service {
             return self.payload_too_large(parts.uri.path());
         }
         let path = parts.uri.path();
-        if path == WELL_KNOWN_PATH || path == LEGACY_WELL_KNOWN_PATH {
+        if is_public_path(path) {
             return card_response(&self.engine.card, &parts);
         }
         match binding_of(path) {
@@ -35,19 +35,31 @@ impl Service {
     }
 }
 
-/// Serves the public card of `cards` (GET or HEAD) in the negotiated version, with
-/// `Cache-Control`, a strong `ETag` (304 on `If-None-Match`), `Last-Modified` and `Vary`.
+/// Serves the public card of `cards` (GET or HEAD) in the negotiated version, or the JWKS of its
+/// signatures, with `Cache-Control`, a strong `ETag` (304 on `If-None-Match`), `Last-Modified` and
+/// `Vary`.
 pub fn card_response(cards: &crate::card::CardService, parts: &http::request::Parts) -> HttpResponse {
     if parts.method != Method::GET && parts.method != Method::HEAD {
         return rest_error(
             &A2aError::new(ErrorKind::MethodNotAllowed, "the agent card is served on GET").with("allow", "GET, HEAD"),
         );
     }
-    let version = match version::negotiate(&parts.headers, parts.uri.query()) {
-        Ok(v) => v,
-        Err(e) => return rest_error(&e),
+    let served = if parts.uri.path() == JWKS_PATH {
+        match cards.jwks() {
+            Some(jwks) => jwks,
+            None => {
+                return rest_error(&A2aError::new(
+                    ErrorKind::MethodNotFound,
+                    "no JWKS: this agent's card is not signed",
+                ))
+            }
+        }
+    } else {
+        match version::negotiate(&parts.headers, parts.uri.query()) {
+            Ok(version) => cards.served(version),
+            Err(e) => return rest_error(&e),
+        }
     };
-    let served = cards.served(version);
     let not_modified =
         parts.headers.get(header::IF_NONE_MATCH).and_then(|v| v.to_str().ok()).is_some_and(|v| served.matches(v));
     let builder = Response::builder()

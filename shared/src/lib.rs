@@ -33,6 +33,8 @@ pub mod rest_input;
 pub mod rpc_id;
 pub mod runner;
 pub mod service;
+#[cfg(feature = "signing")]
+pub mod signing;
 #[cfg(feature = "aws")]
 pub mod sigv4;
 pub mod sse;

@@ -133,6 +133,7 @@ async fn agent(executor: Arc<dyn AgentExecutor>, api_keys: Option<&str>, binding
         push_timeout: Duration::from_secs(2),
         edge: None,
         grpc_address: Some(grpc_front.local_addr().unwrap().to_string()),
+        card_signing: Default::default(),
     })
     .await
     .unwrap();

@@ -38,6 +38,7 @@ async fn every_event_is_published_signed_in_order_with_retries() {
         push_timeout: Duration::from_secs(2),
         edge: Some(edge),
         grpc_address: None,
+        card_signing: Default::default(),
     })
     .await
     .unwrap();

@@ -41,6 +41,7 @@ fn world() -> &'static World {
                 push_timeout: Duration::from_secs(1),
                 edge: None,
                 grpc_address: None,
+                card_signing: Default::default(),
             })
             .await
             .unwrap()

@@ -48,6 +48,7 @@ async fn serve(api_keys: Option<&str>, executor: Arc<dyn AgentExecutor>, limits:
         push_timeout: Duration::from_secs(2),
         edge: None,
         grpc_address: Some(addr.to_string()),
+        card_signing: Default::default(),
     })
     .await
     .unwrap();

@@ -81,6 +81,7 @@ async fn agent(max_attempts: u32) -> Embedded {
         push_timeout: Duration::from_secs(2),
         edge: None,
         grpc_address: None,
+        card_signing: Default::default(),
     })
     .await
     .unwrap()

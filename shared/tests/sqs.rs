@@ -73,6 +73,7 @@ async fn aws_agent_with(
         push_timeout: Duration::from_secs(2),
         edge: None,
         grpc_address: None,
+        card_signing: Default::default(),
     })
     .await
     .unwrap()

@@ -77,6 +77,15 @@ struct Args {
     /// load balancer's in front of a container.
     #[arg(long, env = "A2A_GRPC_PUBLIC_ADDR", requires = "grpc_addr", value_parser = host_port)]
     grpc_public_addr: Option<String>,
+    /// Sign the served card (and the extended card) with this private key: `[KID=]PATH` to a PEM
+    /// file (P-256 → ES256, RSA → RS256, Ed25519 → EdDSA; kid default: the key's JWK thumbprint).
+    /// Repeat (or separate with commas) to sign with several keys while rotating; all are published
+    /// at /.well-known/jwks.json.
+    #[arg(long, env = "A2A_CARD_SIGNING_KEYS", value_delimiter = ',')]
+    card_signing_key: Vec<String>,
+    /// The `jku` the signatures name (default: <public URL>/.well-known/jwks.json).
+    #[arg(long, env = "A2A_CARD_JKU", requires = "card_signing_key")]
+    card_jku: Option<String>,
     /// Public base URL clients use (default: http://<addr>).
     #[arg(long, env = "A2A_PUBLIC_URL")]
     public_url: Option<String>,
@@ -267,6 +276,7 @@ fn main() -> Result<(), String> {
             grpc_address: grpc
                 .as_ref()
                 .map(|(_, addr)| args.grpc_public_addr.clone().unwrap_or_else(|| addr.to_string())),
+            card_signing: card_signing(&args.card_signing_key, args.card_jku.clone())?,
         })
         .await
         .map_err(|e| e.message)?;
@@ -332,4 +342,24 @@ fn host_port(value: &str) -> Result<String, String> {
     } else {
         Err(format!("{value:?} is not host:port (e.g. a2a.example.com:443)"))
     }
+}
+
+/// The card's signing keys from `[KID=]PATH` arguments.
+fn card_signing(keys: &[String], jku: Option<String>) -> Result<a2a::signing::CardSigning, String> {
+    let mut signers: Vec<std::sync::Arc<dyn a2a::signing::Signer>> = Vec::new();
+    for arg in keys.iter().map(|k| k.trim()).filter(|k| !k.is_empty()) {
+        let (kid, path) = match arg.split_once('=') {
+            Some((kid, path)) => (Some(kid), path),
+            None => (None, arg),
+        };
+        let pem = std::fs::read_to_string(path).map_err(|e| format!("--card-signing-key {path}: {e}"))?;
+        let key = a2a::signing::PemKey::from_pem(&pem, kid).map_err(|e| format!("--card-signing-key {path}: {e}"))?;
+        tracing::info!(
+            kid = a2a::signing::Signer::kid(&key),
+            alg = a2a::signing::Signer::alg(&key),
+            "card signing key"
+        );
+        signers.push(std::sync::Arc::new(key));
+    }
+    Ok(a2a::signing::CardSigning { signers, jku })
 }

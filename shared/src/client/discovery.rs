@@ -58,20 +58,27 @@ impl std::str::FromStr for Binding {
 
 /// The card at `base`: a URL that is the card itself, or an agent's base URL.
 pub async fn fetch_card(http: &reqwest::Client, base: &str) -> ClientResult<AgentCard> {
+    read_card(fetch_card_json(http, base).await?.1)
+}
+
+/// The card at `base` as received, and the URL it came from.
+pub async fn fetch_card_json(http: &reqwest::Client, base: &str) -> ClientResult<(String, Value)> {
     let base = base.trim_end_matches('/');
     if base.ends_with(".json") {
-        return read_card(get(http, base).await?.ok_or_else(|| ClientError::Card(format!("{base}: not found")))?);
+        let card = get(http, base).await?.ok_or_else(|| ClientError::Card(format!("{base}: not found")))?;
+        return Ok((base.to_string(), card));
     }
     for path in [WELL_KNOWN_PATH, LEGACY_WELL_KNOWN_PATH] {
-        if let Some(card) = get(http, &format!("{base}{path}")).await? {
-            return read_card(card);
+        let url = format!("{base}{path}");
+        if let Some(card) = get(http, &url).await? {
+            return Ok((url, card));
         }
     }
     Err(ClientError::Card(format!("{base} serves no agent card ({WELL_KNOWN_PATH} or {LEGACY_WELL_KNOWN_PATH})")))
 }
 
 /// The JSON at `url`; `None` on 404.
-async fn get(http: &reqwest::Client, url: &str) -> ClientResult<Option<Value>> {
+pub(crate) async fn get(http: &reqwest::Client, url: &str) -> ClientResult<Option<Value>> {
     let resp = http.get(url).header("A2A-Version", "1.0").timeout(std::time::Duration::from_secs(30)).send().await?;
     let status = resp.status().as_u16();
     if status == 404 {
@@ -85,7 +92,7 @@ async fn get(http: &reqwest::Client, url: &str) -> ClientResult<Option<Value>> {
 }
 
 /// A 1.0 card as is; a 0.3 card (no `supportedInterfaces`, a `url`) through the 0.3 reading.
-fn read_card(card: Value) -> ClientResult<AgentCard> {
+pub(crate) fn read_card(card: Value) -> ClientResult<AgentCard> {
     if card.get("supportedInterfaces").is_none() && card.get("url").is_some() {
         return crate::v03::card_from_wire(card).map_err(|e| ClientError::Card(e.message));
     }

@@ -27,6 +27,7 @@ mod grpc;
 pub mod stream;
 pub mod transport;
 mod v03;
+pub mod verify;
 
 use std::time::Duration;
 
@@ -81,6 +82,8 @@ pub enum ClientError {
     Card(String),
     /// Credentials could not be obtained (the token endpoint refused, ...).
     Credentials(String),
+    /// The card's signatures do not verify (or it has none).
+    Signature(String),
 }
 
 impl std::fmt::Display for ClientError {
@@ -93,6 +96,7 @@ impl std::fmt::Display for ClientError {
             Self::InvalidResponse(why) => write!(f, "invalid answer: {why}"),
             Self::Card(why) => write!(f, "agent card: {why}"),
             Self::Credentials(why) => write!(f, "credentials: {why}"),
+            Self::Signature(why) => write!(f, "card signature: {why}"),
         }
     }
 }
@@ -136,6 +140,8 @@ pub struct Client {
     pub(crate) binding: Binding,
     /// The chosen interface's URL.
     pub(crate) url: String,
+    /// The card as received and where from (what a signature covers), when it was fetched.
+    pub(crate) card_source: Option<std::sync::Arc<(String, serde_json::Value)>>,
     pub(crate) tenant: String,
     pub(crate) credentials: credentials::Authorizer,
     pub(crate) options: ClientOptions,
@@ -155,8 +161,11 @@ impl Client {
     /// first interface this client speaks, in the card's order (or `options.prefer`).
     pub async fn connect(base: &str, options: ClientOptions) -> ClientResult<Self> {
         let http = http_client()?;
-        let card = discovery::fetch_card(&http, base).await?;
-        Self::from_card(http, card, options)
+        let (url, json) = discovery::fetch_card_json(&http, base).await?;
+        let card = discovery::read_card(json.clone())?;
+        let mut client = Self::from_card(http, card, options)?;
+        client.card_source = Some(std::sync::Arc::new((url, json)));
+        Ok(client)
     }
 
     /// A client for an agent whose card is known.
@@ -171,6 +180,7 @@ impl Client {
             http,
             binding: interface.0,
             url: interface.1.url.trim_end_matches('/').to_string(),
+            card_source: None,
             tenant: options.tenant.clone().unwrap_or_else(|| interface.1.tenant.clone()),
             card,
             credentials,

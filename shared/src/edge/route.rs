@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 
 use super::hub::SubscribeSpec;
 use super::PUBLISH_PATH;
-use crate::card::{LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
+use crate::card::is_public_path;
 use crate::error::A2aError;
 use crate::http::{jsonrpc_error_response, rest_error, HttpResponse};
 use crate::ports::EventRecord;
@@ -52,7 +52,7 @@ pub struct StreamCall {
 /// Routes a request. Anything the edge cannot read (bad JSON, unknown methods) is proxied, so the
 /// origin gives the client its exact protocol error.
 pub fn classify(method: &Method, path: &str, query: Option<&str>, body: &[u8]) -> EdgeRoute {
-    if path == WELL_KNOWN_PATH || path == LEGACY_WELL_KNOWN_PATH {
+    if is_public_path(path) {
         return EdgeRoute::Card;
     }
     if path == PUBLISH_PATH {
@@ -297,8 +297,8 @@ mod tests {
     #[test]
     fn routing_decisions() {
         let post = Method::POST;
-        assert_eq!(classify(&Method::GET, WELL_KNOWN_PATH, None, b""), EdgeRoute::Card);
-        assert_eq!(classify(&Method::GET, LEGACY_WELL_KNOWN_PATH, None, b""), EdgeRoute::Card);
+        assert_eq!(classify(&Method::GET, crate::card::WELL_KNOWN_PATH, None, b""), EdgeRoute::Card);
+        assert_eq!(classify(&Method::GET, crate::card::LEGACY_WELL_KNOWN_PATH, None, b""), EdgeRoute::Card);
         assert_eq!(classify(&post, PUBLISH_PATH, None, b"{}"), EdgeRoute::Publish);
         assert_eq!(classify(&post, "/message:send", None, b"{}"), EdgeRoute::Proxy);
         assert_eq!(classify(&Method::GET, "/tasks/t1", None, b""), EdgeRoute::Proxy);

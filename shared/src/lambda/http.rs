@@ -16,7 +16,7 @@ use lambda_http::request::RequestContext;
 use lambda_http::{Body as LambdaBody, Request, RequestExt, Response};
 
 use crate::auth::GatewayClaims;
-use crate::card::{LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
+use crate::card::is_public_path;
 use crate::error::{A2aError, ErrorKind};
 use crate::http::{binding_of, jsonrpc_error_response, rest_error, Binding, Body, HttpResponse, Service};
 use crate::operation::Operation;
@@ -36,7 +36,7 @@ pub enum Endpoint {
 
 /// The endpoint a request is for (`None`: no such route).
 pub fn endpoint_of(method: &Method, path: &str) -> Option<Endpoint> {
-    if path == WELL_KNOWN_PATH || path == LEGACY_WELL_KNOWN_PATH {
+    if is_public_path(path) {
         return Some(Endpoint::AgentCard);
     }
     if binding_of(path) == Binding::JsonRpc {

@@ -121,7 +121,7 @@ async fn serve_one(
     // A caller the service will refuse does not get to send a large body first.
     let mut max_body = service.limits.max_body;
     // The card is public: a card GET pays for no credential check (a bearer token's signature).
-    if path == crate::card::WELL_KNOWN_PATH || path == crate::card::LEGACY_WELL_KNOWN_PATH {
+    if crate::card::is_public_path(&path) {
         let response = service.handle(hyper::Request::from_parts(parts, Bytes::new())).await;
         return Ok(to_hyper(response, &shutdown));
     }

@@ -64,6 +64,7 @@ pub async fn agent_with(setup: Setup) -> Agent {
         push_timeout: Duration::from_secs(2),
         edge: None,
         grpc_address: None,
+        card_signing: Default::default(),
     })
     .await
     .unwrap();

@@ -1,0 +1,170 @@
+"""Signed agent cards across implementations (spec §8.4). a2a-local signs its card with ES256, RS256
+and EdDSA keys and the official a2a-sdk verifier (a2a-sdk[signing], PyJWT) accepts each signature
+with the key from the served JWKS (the signature's jku); the a2a-sdk signer signs cards that
+`a2a card --verify` accepts with keys from the jku on the card's origin; a tampered card is refused
+both ways. Where the two canonical forms differ — a REQUIRED field present but empty, which §8.4.1
+keeps and the SDK drops — the spec's worked example decides, and the SDK is the one that deviates."""
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import httpx
+import jwt
+import pytest
+from a2a.types import a2a_pb2 as pb
+from a2a.utils.signing import InvalidSignaturesError, create_agent_card_signer, create_signature_verifier
+from cryptography.hazmat.primitives.serialization import load_pem_private_key
+from google.protobuf.json_format import MessageToDict, ParseDict
+from jwt.api_jwk import PyJWK
+
+from support import a2a_local, free_port, stop
+from test_cli import run
+
+KEYS = Path(__file__).resolve().parents[2] / "shared" / "tests" / "fixtures" / "signing"
+ALGS = {"es256": "ES256", "rs256": "RS256", "eddsa": "EdDSA"}
+CARD = {
+    "name": "Signed agent",
+    "description": "Signs its card",
+    "version": "2.0.0",
+    "defaultInputModes": ["text/plain"],
+    "defaultOutputModes": ["text/plain"],
+    "skills": [{"id": "echo", "name": "Echo", "description": "Echoes", "tags": ["test"]}],
+}
+
+
+@pytest.fixture(scope="module")
+def signed_local(tmp_path_factory):
+    card = tmp_path_factory.mktemp("card") / "card.json"
+    card.write_text(json.dumps(CARD))
+    keys = [f"{name}={KEYS / (name + '.pem')}" for name in ALGS]
+    base, proc = a2a_local(["--agent", "echo", "--card", str(card), "--card-signing-key", ",".join(keys)])
+    yield base
+    stop(proc)
+
+
+def sdk_verifier(only_kid):
+    """The SDK's verifier with keys from each signature's jku, trusting only `only_kid`."""
+
+    def key_provider(kid, jku):
+        keys = httpx.get(jku, timeout=10).json()["keys"]
+        (jwk,) = [k for k in keys if k["kid"] == only_kid]
+        return PyJWK(jwk)
+
+    return create_signature_verifier(key_provider, list(ALGS.values()))
+
+
+def test_the_sdk_verifies_a2a_local_signatures_of_every_algorithm(signed_local):
+    body = httpx.get(f"{signed_local}/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}, timeout=10).json()
+    assert len(body["signatures"]) == 3
+    card = ParseDict(body, pb.AgentCard(), ignore_unknown_fields=True)
+    for kid in ALGS:
+        sdk_verifier(kid)(card)  # raises unless the signature of `kid` verifies
+    card.name = "Evil agent"
+    for kid in ALGS:
+        with pytest.raises(InvalidSignaturesError):
+            sdk_verifier(kid)(card)
+    jwks = httpx.get(f"{signed_local}/.well-known/jwks.json", timeout=10).json()
+    assert sorted((k["kid"], k["alg"]) for k in jwks["keys"]) == sorted(ALGS.items())
+    assert all("d" not in k for k in jwks["keys"]), "no private parts"
+
+
+def test_our_command_line_verifies_the_signed_card(signed_local):
+    r = run("card", signed_local, "--verify")
+    assert r.returncode == 0 and "signature verified: kid es256 (ES256)" in r.stdout, r.stdout + r.stderr
+
+
+class Files:
+    """A static HTTP server on 127.0.0.1: path -> JSON."""
+
+    def __init__(self):
+        self.files = {}
+        files = self.files
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):
+                body = files.get(self.path)
+                self.send_response(200 if body is not None else 404)
+                self.send_header("content-type", "application/json")
+                self.end_headers()
+                self.wfile.write(json.dumps(body).encode() if body is not None else b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.base = f"http://127.0.0.1:{self.server.server_port}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+@pytest.fixture
+def files():
+    f = Files()
+    yield f
+    f.server.shutdown()
+
+
+def sdk_signed(card_json, name, jku):
+    """The card signed by the SDK's signer with the test key `name`, and that key's public JWK."""
+    pem = (KEYS / f"{name}.pem").read_bytes()
+    private = load_pem_private_key(pem, password=None)
+    algorithm = jwt.get_algorithm_by_name(ALGS[name])
+    jwk = json.loads(algorithm.to_jwk(private.public_key()))
+    jwk.update(kid=f"py-{name}", alg=ALGS[name], use="sig")
+    header = {"alg": ALGS[name], "typ": "JOSE", "kid": f"py-{name}", "jku": jku}
+    card = create_agent_card_signer(pem, header)(ParseDict(card_json, pb.AgentCard()))
+    return MessageToDict(card), jwk
+
+
+def full_card(base):
+    return {**CARD, "supportedInterfaces": [{"url": base, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+            "capabilities": {"streaming": True}}
+
+
+@pytest.mark.parametrize("name", list(ALGS))
+def test_cards_the_sdk_signs_verify_here(files, name):
+    jku = f"{files.base}/.well-known/jwks.json"
+    card, jwk = sdk_signed(full_card(files.base), name, jku)
+    files.files["/.well-known/jwks.json"] = {"keys": [jwk]}
+    files.files["/.well-known/agent-card.json"] = card
+    r = run("card", files.base, "--verify")
+    assert r.returncode == 0 and f"signature verified: kid py-{name} ({ALGS[name]})" in r.stdout, r.stdout + r.stderr
+    files.files["/.well-known/agent-card.json"] = {**card, "description": "Tampered"}
+    r = run("card", files.base, "--verify")
+    assert r.returncode == 9 and "does not match" in r.stderr, r.stderr
+
+
+def test_a_jku_on_another_origin_is_not_fetched_unless_allowed(files):
+    other = Files()
+    try:
+        jku = f"{other.base}/jwks.json"
+        card, jwk = sdk_signed(full_card(files.base), "es256", jku)
+        other.files["/jwks.json"] = {"keys": [jwk]}
+        files.files["/.well-known/agent-card.json"] = card
+        r = run("card", files.base, "--verify")
+        assert r.returncode == 9 and "not on the card's origin" in r.stderr, r.stderr
+        assert run("card", files.base, "--verify", "--allow-jku", other.base).returncode == 0
+    finally:
+        other.server.shutdown()
+
+
+def test_where_the_sdk_deviates_the_spec_example_decides(files, tmp_path):
+    """§8.4.1's example keeps REQUIRED fields that are empty ("description": "", "skills": [] stay in
+    the canonical form); the SDK's canonical form drops every empty value. A card served as the spec
+    writes it (REQUIRED fields always present) therefore carries an SDK signature over other bytes
+    than the spec's: it does not verify here. Filled REQUIRED fields: the two agree."""
+    card_json = {**full_card(files.base), "description": "", "skills": []}
+    card, jwk = sdk_signed(card_json, "es256", f"{files.base}/.well-known/jwks.json")
+    assert "description" not in card, "proto JSON leaves the empty fields out"
+    files.files["/.well-known/agent-card.json"] = {**card, "description": "", "skills": []}
+    jwks = tmp_path / "trusted.json"
+    jwks.write_text(json.dumps({"keys": [jwk]}))
+    r = run("card", files.base, "--verify", "--trusted-jwks", str(jwks))
+    assert r.returncode == 9 and "does not match" in r.stderr, r.stderr
+    files.files["/.well-known/agent-card.json"] = card  # as the SDK serializes it: both forms agree
+    assert run("card", files.base, "--verify", "--trusted-jwks", str(jwks)).returncode == 0
+    card, jwk = sdk_signed(full_card(files.base), "es256", f"{files.base}/.well-known/jwks.json")
+    files.files["/.well-known/agent-card.json"] = card
+    jwks.write_text(json.dumps({"keys": [jwk]}))
+    assert run("card", files.base, "--verify", "--trusted-jwks", str(jwks)).returncode == 0
