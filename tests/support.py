@@ -27,10 +27,10 @@ def wait_ready(url, procs, what, seconds):
     raise RuntimeError(f"{what} did not start in {seconds} s")
 
 
-def webhook_receiver():
+def webhook_receiver(raw=False):
     """A webhook receiver on 127.0.0.1: returns (url, received), where `received` fills with
-    (headers with lower-case names, parsed JSON body) as POSTs arrive. Runs in a daemon thread for
-    the process."""
+    (headers with lower-case names, parsed JSON body — the body's bytes with `raw`) as POSTs arrive.
+    Runs in a daemon thread for the process."""
     import json
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,7 +40,7 @@ def webhook_receiver():
     class Hook(BaseHTTPRequestHandler):
         def do_POST(self):  # noqa: N802 (the stdlib's name)
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
-            received.append(({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
+            received.append(({k.lower(): v for k, v in self.headers.items()}, body if raw else json.loads(body)))
             self.send_response(200)
             self.end_headers()
 

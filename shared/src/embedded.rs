@@ -182,7 +182,18 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
         #[cfg(feature = "aws")]
         Backend::Aws(options) => aws_wiring(options, config.push_retry).await?,
     };
-    let deliverer = Arc::new(Deliverer::new(config.webhook_allow.clone(), config.push_timeout)?);
+    let webhook_signer =
+        config.card_signing.signers.first().map(|signer| crate::signing::webhook::WebhookSigner {
+            signer: signer.clone(),
+            issuer: config.public_url.trim_end_matches('/').to_string(),
+            jku: Some(
+                config.card_signing.jku.clone().unwrap_or_else(|| {
+                    format!("{}{}", config.public_url.trim_end_matches('/'), crate::card::JWKS_PATH)
+                }),
+            ),
+        });
+    let deliverer =
+        Arc::new(Deliverer::new(config.webhook_allow.clone(), config.push_timeout)?.with_signer(webhook_signer));
     let abilities = ServerAbilities { streaming: true, push_notifications: true, grpc_address: config.grpc_address };
     let mut card = CardService::new(
         config.card,

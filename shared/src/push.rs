@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 
 use crate::error::{A2aError, Result};
 use crate::ports::PushJob;
+use crate::signing::webhook::{Notification, WebhookSigner, SIGNATURE_HEADER};
 use crate::ssrf::{check_ip, check_literal, AllowList, WebhookHost};
 use crate::webhook::{notification, RetryPolicy, WebhookPolicy};
 
@@ -52,6 +53,8 @@ impl reqwest::dns::Resolve for GuardedResolver {
 pub struct Deliverer {
     client: reqwest::Client,
     allow: AllowList,
+    /// Signs each notification (`A2A-Notification-Signature`), when the agent has keys.
+    signer: Option<WebhookSigner>,
 }
 
 impl Deliverer {
@@ -64,7 +67,13 @@ impl Deliverer {
             .user_agent(concat!("a2a-serverless/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| A2aError::internal(format!("webhook client: {e}")))?;
-        Ok(Self { client, allow })
+        Ok(Self { client, allow, signer: None })
+    }
+
+    /// Signs every notification with `signer` (see [`crate::signing::webhook`]).
+    pub fn with_signer(mut self, signer: Option<WebhookSigner>) -> Self {
+        self.signer = signer;
+        self
     }
 
     pub async fn deliver(&self, job: &PushJob) -> Outcome {
@@ -79,9 +88,28 @@ impl Deliverer {
             WebhookHost::Name(name) => name.clone(),
         };
         let (body, headers) = notification(job);
+        let signature = match &self.signer {
+            Some(signer) => {
+                let n = Notification {
+                    url: &job.config.url,
+                    task_id: &job.config.task_id,
+                    config_id: &job.config.id,
+                    seq: job.event.seq,
+                    body: &body,
+                };
+                match signer.token(n, chrono::Utc::now().timestamp()).await {
+                    Ok(token) => Some(token),
+                    Err(e) => return Outcome::Failed(format!("signing the notification: {e}")),
+                }
+            }
+            None => None,
+        };
         let mut request = self.client.post(target.url).body(body);
         for (name, value) in headers {
             request = request.header(name, value);
+        }
+        if let Some(token) = signature {
+            request = request.header(SIGNATURE_HEADER, token);
         }
         match request.send().await {
             Ok(resp) if resp.status().is_success() => Outcome::Delivered(resp.status().as_u16()),

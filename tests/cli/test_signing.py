@@ -1,12 +1,17 @@
-"""Signed agent cards across implementations (spec §8.4). a2a-local signs its card with ES256, RS256
+"""Signed agent cards across implementations (spec §8.4), and signed push notifications. a2a-local signs its card with ES256, RS256
 and EdDSA keys and the official a2a-sdk verifier (a2a-sdk[signing], PyJWT) accepts each signature
 with the key from the served JWKS (the signature's jku); the a2a-sdk signer signs cards that
 `a2a card --verify` accepts with keys from the jku on the card's origin; a tampered card is refused
 both ways. Where the two canonical forms differ — a REQUIRED field present but empty, which §8.4.1
 keeps and the SDK drops — the spec's worked example decides, and the SDK is the one that deviates."""
 
+import base64
+import hashlib
 import json
+import os
 import threading
+import time
+import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -19,7 +24,7 @@ from cryptography.hazmat.primitives.serialization import load_pem_private_key
 from google.protobuf.json_format import MessageToDict, ParseDict
 from jwt.api_jwk import PyJWK
 
-from support import a2a_local, free_port, stop
+from support import a2a_local, free_port, stop, webhook_receiver
 from test_cli import run
 
 KEYS = Path(__file__).resolve().parents[2] / "shared" / "tests" / "fixtures" / "signing"
@@ -168,3 +173,57 @@ def test_where_the_sdk_deviates_the_spec_example_decides(files, tmp_path):
     files.files["/.well-known/agent-card.json"] = card
     jwks.write_text(json.dumps({"keys": [jwk]}))
     assert run("card", files.base, "--verify", "--trusted-jwks", str(jwks)).returncode == 0
+
+
+@pytest.mark.parametrize("backend", ["memory", "aws"])
+def test_push_notifications_are_signed_and_verify_with_pyjwt(backend, tmp_path):
+    """Each webhook POST carries A2A-Notification-Signature, a JWT a receiver checks with PyJWT and
+    the agent's JWKS: issuer the agent, audience the webhook URL, the body's SHA-256, jti stable per
+    event (retries deduplicate), seq = A2A-Event-ID."""
+    hook, received = webhook_receiver(raw=True)
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps(CARD))
+    args = ["--agent", "echo", "--card", str(card), "--webhook-allow", "127.0.0.1/32",
+            "--card-signing-key", f"hooks={KEYS / 'eddsa.pem'},{KEYS / 'es256.pem'}"]
+    if backend == "aws":
+        if not os.environ.get("AWS_ENDPOINT_URL"):
+            pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
+        args += ["--backend", "aws", "--create-resources"]
+    env_table = os.environ.get("TABLE_NAME")
+    os.environ["TABLE_NAME"] = f"signing-{uuid.uuid4().hex[:12]}"
+    try:
+        base, proc = a2a_local(args)
+    finally:
+        os.environ.pop("TABLE_NAME") if env_table is None else os.environ.__setitem__("TABLE_NAME", env_table)
+    try:
+        jwks = httpx.get(f"{base}/.well-known/jwks.json", timeout=10).json()
+        send = {"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+            "message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": "signed hooks"}]},
+            "configuration": {"taskPushNotificationConfig": {"url": hook, "id": "cfg-1", "token": "t"}}}}
+        task = httpx.post(f"{base}/", json=send, headers={"A2A-Version": "1.0"}, timeout=30).json()["result"]["task"]
+        for _ in range(100):  # bounded: 10 s
+            if any(b"TASK_STATE_COMPLETED" in body for _, body in received):
+                break
+            time.sleep(0.1)
+        assert received, "no notification arrived"
+        jtis = set()
+        for headers, body in received:
+            token = headers["a2a-notification-signature"]
+            header = jwt.get_unverified_header(token)
+            assert header["typ"] == "JWT" and header["kid"] == "hooks" and header["jku"] == f"{base}/.well-known/jwks.json"
+            (jwk,) = [k for k in jwks["keys"] if k["kid"] == header["kid"]]
+            claims = jwt.decode(token, PyJWK(jwk).key, algorithms=["EdDSA"], audience=hook, issuer=base)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(body).digest()).rstrip(b"=").decode()
+            assert claims["body_sha256"] == digest
+            assert claims["taskId"] == task["id"] and str(claims["seq"]) == headers["a2a-event-id"]
+            assert claims["jti"] == f"{task['id']}/cfg-1/{claims['seq']}" and claims["exp"] > claims["iat"]
+            assert headers["a2a-notification-token"] == "t", "the existing headers stay"
+            jtis.add(claims["jti"])
+            with pytest.raises(jwt.InvalidAudienceError):
+                jwt.decode(token, PyJWK(jwk).key, algorithms=["EdDSA"], audience="http://elsewhere/hook", issuer=base)
+            tampered = body.replace(b"signed hooks", b"evil hooks")
+            if tampered != body:
+                assert base64.urlsafe_b64encode(hashlib.sha256(tampered).digest()).rstrip(b"=").decode() != claims["body_sha256"]
+        assert len(jtis) == len(received), "one jti per event"
+    finally:
+        stop(proc)

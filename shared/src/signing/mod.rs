@@ -1,16 +1,18 @@
 //! Signatures (feature `signing`): signed agent cards (spec §8.4: a detached JWS over the RFC 8785
-//! canonical form of the card), the keys that sign them (PEM; any [`Signer`]), and the JWKS
-//! document that publishes their public halves.
+//! canonical form of the card), signed push notifications (a JWT per POST), the keys that sign them
+//! (PEM; any [`Signer`]), and the JWKS document that publishes their public halves.
 //!
 //! - [`jcs`]: RFC 8785 canonical JSON.
 //! - [`canonical`]: the payload a card signature covers (§8.4.1 field presence, `signatures` out).
 //! - [`keys`]: signing keys, JWKs, verification (ES256, RS256, EdDSA only).
 //! - [`card`]: signing a card, verifying one.
+//! - [`webhook`]: the JWT each push notification carries.
 
 pub mod canonical;
 pub mod card;
 pub mod jcs;
 pub mod keys;
+pub mod webhook;
 
 use std::sync::Arc;
 
