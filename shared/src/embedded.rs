@@ -182,18 +182,9 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
         #[cfg(feature = "aws")]
         Backend::Aws(options) => aws_wiring(options, config.push_retry).await?,
     };
-    let webhook_signer =
-        config.card_signing.signers.first().map(|signer| crate::signing::webhook::WebhookSigner {
-            signer: signer.clone(),
-            issuer: config.public_url.trim_end_matches('/').to_string(),
-            jku: Some(
-                config.card_signing.jku.clone().unwrap_or_else(|| {
-                    format!("{}{}", config.public_url.trim_end_matches('/'), crate::card::JWKS_PATH)
-                }),
-            ),
-        });
-    let deliverer =
-        Arc::new(Deliverer::new(config.webhook_allow.clone(), config.push_timeout)?.with_signer(webhook_signer));
+    let signing = config.card_signing.for_agent(&config.public_url);
+    let deliverer = Deliverer::new(config.webhook_allow.clone(), config.push_timeout)?;
+    let deliverer = Arc::new(deliverer.with_signer(signing.webhook_signer(&config.public_url)));
     let abilities = ServerAbilities { streaming: true, push_notifications: true, grpc_address: config.grpc_address };
     let mut card = CardService::new(
         config.card,
@@ -203,10 +194,6 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
         config.auth.as_ref(),
         clock.now(),
     );
-    let mut signing = config.card_signing;
-    if signing.jku.is_none() {
-        signing.jku = Some(format!("{}{}", config.public_url.trim_end_matches('/'), crate::card::JWKS_PATH));
-    }
     card.sign(&signing).await.map_err(|e| crate::error::A2aError::internal(format!("signing the agent card: {e}")))?;
     let hub = crate::adapters::edge_publisher::EdgePublisher::wrap(Arc::new(MemoryHub::default()), config.edge)?;
     let ports = EnginePorts {

@@ -20,6 +20,7 @@ use a2a::lambda::http::{handle, handle_streaming, Endpoint};
 use a2a::lambda::sqs::{deliver_pushes, run_tasks};
 use a2a::lambda::{Deps, LambdaSettings};
 use a2a::operation::Operation;
+use a2a::signing::CardSigning;
 use a2a::ssrf::AllowList;
 use aws_lambda_events::event::sqs::SqsEvent;
 use bytes::Bytes;
@@ -65,10 +66,16 @@ async fn world_with(webhook: &str, push_attempts: u32) -> World {
 
 /// A world whose task runner runs `executor`.
 async fn world_running(webhook: &str, push_attempts: u32, executor: Arc<dyn AgentExecutor>) -> World {
-    world_from(webhook, push_attempts, executor, AuthSettings::default()).await
+    world_from(webhook, push_attempts, executor, AuthSettings::default(), Default::default()).await
 }
 
-async fn world_from(webhook: &str, push_attempts: u32, executor: Arc<dyn AgentExecutor>, auth: AuthSettings) -> World {
+async fn world_from(
+    webhook: &str,
+    push_attempts: u32,
+    executor: Arc<dyn AgentExecutor>,
+    auth: AuthSettings,
+    card_signing: CardSigning,
+) -> World {
     let sdk = a2a::adapters::aws::sdk_config().await;
     let table = format!("fx-{}", uuid::Uuid::new_v4().simple());
     resources::ensure_table(&aws_sdk_dynamodb::Client::new(&sdk), &table, false).await.unwrap();
@@ -96,6 +103,7 @@ async fn world_from(webhook: &str, push_attempts: u32, executor: Arc<dyn AgentEx
         blocking_timeout: Duration::from_secs(10),
         push_timeout: Duration::from_secs(2),
         edge: None,
+        card_signing,
     };
     let http = Deps::new(settings.clone(), None).await.unwrap();
     let runner = Deps::new(settings, Some(executor)).await.unwrap();
@@ -461,7 +469,7 @@ async fn jwt_authorizer_claims_are_the_principal() {
         operation_scopes: Some("push=a2a/push".into()),
         ..Default::default()
     };
-    let w = world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), auth).await;
+    let w = world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), auth, Default::default()).await;
     let fixture_name = "apigw-v2_send-message_jwt-authorizer.json";
     let (status, _, body) =
         answer(&w.http, Endpoint::Operation(Operation::SendMessage), http_fixture(fixture_name)).await;
@@ -500,4 +508,64 @@ async fn jwt_authorizer_claims_are_the_principal() {
     assert_eq!(status, 403, "{body}");
     assert_eq!(challenges, [r#"Bearer realm="a2a", error="insufficient_scope", scope="a2a/push""#]);
     assert_eq!(body["error"]["status"], "PERMISSION_DENIED");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_functions_sign_the_card_and_the_notifications() {
+    if !common::aws_available() {
+        return;
+    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/signing");
+    // CARD_SIGNING_KEYS_PEM: several PEM blocks in one variable.
+    let pem = ["es256.pem", "eddsa.pem"].map(|f| std::fs::read_to_string(format!("{dir}/{f}")).unwrap()).join("");
+    let signing = CardSigning::from_pem_blocks(&pem, None).unwrap();
+    let w = world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), AuthSettings::default(), signing).await;
+    let (s, card) = call(&w.http, Endpoint::AgentCard, "apigw-v2_agent-card_ok.json").await;
+    assert_eq!((s, card["signatures"].as_array().map(Vec::len)), (200, Some(2)), "{card}");
+    let mut jwks_request = http_fixture("apigw-v2_agent-card_ok.json");
+    *jwks_request.uri_mut() = "https://agent.example.com/.well-known/jwks.json".parse().unwrap();
+    let resp = handle(&w.http.service, Endpoint::AgentCard, jwks_request).await;
+    let lambda_http::Body::Text(jwks) = resp.into_body() else { panic!("a JSON body") };
+    let jwks: Value = serde_json::from_str(&jwks).unwrap();
+    let keys = jwks["keys"].as_array().unwrap().clone();
+    let verified = a2a::signing::card::verify(&card, &keys).unwrap();
+    assert_eq!(verified.alg, "ES256");
+    // The push-delivery function's deliverer signs with the first key.
+    let (hook, hits) = common::webhook_receiver(vec![]).await;
+    let job = a2a::ports::PushJob {
+        config: a2a::types::TaskPushNotificationConfig {
+            id: "c1".into(),
+            task_id: "t1".into(),
+            url: hook.clone(),
+            ..Default::default()
+        },
+        event: a2a::ports::EventRecord {
+            seq: 7,
+            event: a2a::types::StreamResponse::Message(a2a::types::Message::user_text("hi")),
+        },
+        attempt: 1,
+    };
+    assert!(matches!(w.http.deliverer.deliver(&job).await, a2a::push::Outcome::Delivered(200)));
+    let hit = hits.lock()[0].clone();
+    let token = hit.headers["a2a-notification-signature"].to_str().unwrap().to_string();
+    let parts: Vec<&str> = token.split('.').collect();
+    let b64 = |s: &str| base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, s).unwrap();
+    let header: Value = serde_json::from_slice(&b64(parts[0])).unwrap();
+    let claims: Value = serde_json::from_slice(&b64(parts[1])).unwrap();
+    let jwk = keys.iter().find(|k| k["kid"] == header["kid"]).unwrap();
+    a2a::signing::keys::verify(
+        jwk,
+        header["alg"].as_str().unwrap(),
+        format!("{}.{}", parts[0], parts[1]).as_bytes(),
+        &b64(parts[2]),
+    )
+    .unwrap();
+    assert_eq!(
+        (claims["iss"].as_str(), claims["aud"].as_str(), claims["jti"].as_str(), claims["seq"].as_u64()),
+        (Some("https://agent.example.com"), Some(hook.as_str()), Some("t1/c1/7"), Some(7))
+    );
+    use sha2::Digest;
+    let digest =
+        base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sha2::Sha256::digest(&hit.raw));
+    assert_eq!(claims["body_sha256"].as_str(), Some(digest.as_str()));
 }

@@ -103,6 +103,7 @@ def test_every_proto_route_reaches_its_function():
     assert by_route.get("POST /") == "http-jsonrpc"
     assert by_route.get("GET /.well-known/agent-card.json") == "http-agent-card"
     assert by_route.get("GET /.well-known/agent.json") == "http-agent-card"
+    assert by_route.get("GET /.well-known/jwks.json") == "http-agent-card"
 
 
 def test_every_routed_function_may_be_invoked_by_the_api():

@@ -91,6 +91,8 @@ pub struct LambdaSettings {
     pub push_timeout: Duration,
     /// Publish every event to this edge worker too (`EDGE_URL` + `EDGE_PUBLISH_SECRET`).
     pub edge: Option<crate::adapters::edge_publisher::EdgeSettings>,
+    /// Keys that sign the cards and the push notifications (`CARD_SIGNING_KEYS_PEM`, `CARD_JKU`).
+    pub card_signing: crate::signing::CardSigning,
 }
 
 impl LambdaSettings {
@@ -99,7 +101,7 @@ impl LambdaSettings {
     /// `PUSH_MAX_ATTEMPTS`, `TASK_TTL_SECONDS` (see [`AwsSettings`]); `A2A_PUBLIC_URL`, `A2A_CARD`
     /// (a file) or `A2A_CARD_JSON`, `A2A_EXTENDED_CARD` or `A2A_EXTENDED_CARD_JSON`, the
     /// authentication variables of [`auth::AuthSettings::from_vars`], `WEBHOOK_ALLOW`, `BLOCKING_TIMEOUT_SECS` (25), `PUSH_TIMEOUT_SECS` (10),
-    /// `EDGE_URL` with `EDGE_PUBLISH_SECRET`.
+    /// `EDGE_URL` with `EDGE_PUBLISH_SECRET`, `CARD_SIGNING_KEYS_PEM` (PEM private keys), `CARD_JKU`.
     pub fn from_env(default_card: &str) -> Result<Self> {
         let card_from = |json: &str, path: &str| -> Result<Option<crate::types::AgentCard>> {
             match (env(json), env(path)) {
@@ -119,6 +121,11 @@ impl LambdaSettings {
             },
             extended_card: card_from("A2A_EXTENDED_CARD_JSON", "A2A_EXTENDED_CARD")?,
             auth: auth::AuthSettings::from_vars(env),
+            card_signing: match env("CARD_SIGNING_KEYS_PEM") {
+                Some(pem) => crate::signing::CardSigning::from_pem_blocks(&pem, env("CARD_JKU"))
+                    .map_err(|e| A2aError::invalid_params(format!("CARD_SIGNING_KEYS_PEM: {e}")))?,
+                None => crate::signing::CardSigning::default(),
+            },
             webhook_allow: AllowList::parse(&env("WEBHOOK_ALLOW").unwrap_or_default())?,
             blocking_timeout: secs("BLOCKING_TIMEOUT_SECS", 25),
             push_timeout: secs("PUSH_TIMEOUT_SECS", 10),
@@ -166,12 +173,14 @@ impl Deps {
             Some(url) => Arc::new(SqsPushQueue::new(sqs.clone(), url.clone())),
             None => Arc::new(Unconfigured("PUSH_QUEUE_URL")),
         };
-        let deliverer = Arc::new(Deliverer::new(settings.webhook_allow.clone(), settings.push_timeout)?);
+        let signing = settings.card_signing.for_agent(&settings.public_url);
+        let deliverer = Deliverer::new(settings.webhook_allow.clone(), settings.push_timeout)?;
+        let deliverer = Arc::new(deliverer.with_signer(signing.webhook_signer(&settings.public_url)));
         // Built once per container: a bearer verifier's keys stay cached across invocations.
         let authenticator = settings.auth.build()?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let abilities = ServerAbilities { streaming: true, push_notifications: true, grpc_address: None };
-        let card = CardService::new(
+        let mut card = CardService::new(
             settings.card,
             settings.extended_card,
             &settings.public_url,
@@ -179,6 +188,7 @@ impl Deps {
             authenticator.as_ref(),
             clock.now(),
         );
+        card.sign(&signing).await.map_err(|e| A2aError::internal(format!("signing the agent card: {e}")))?;
         // The runner publishes to an in-process hub nobody else reads; every other function follows
         // the event log by polling the table. With an edge worker, every event also goes there.
         let local: Arc<dyn StreamHub> =

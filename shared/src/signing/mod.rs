@@ -39,6 +39,36 @@ impl std::fmt::Debug for CardSigning {
 }
 
 impl CardSigning {
+    /// Every PEM private key in `pem` (one or more blocks, kids their thumbprints): how a Lambda
+    /// function reads `CARD_SIGNING_KEYS_PEM`.
+    pub fn from_pem_blocks(pem: &str, jku: Option<String>) -> Result<Self, String> {
+        let mut signers: Vec<Arc<dyn Signer>> = Vec::new();
+        for block in pem.split("-----BEGIN ").skip(1) {
+            signers.push(Arc::new(PemKey::from_pem(&format!("-----BEGIN {block}"), None)?));
+        }
+        if signers.is_empty() {
+            return Err("no PEM private key".into());
+        }
+        Ok(Self { signers, jku })
+    }
+
+    /// With `jku` defaulted to the JWKS of the agent at `public_url`.
+    pub fn for_agent(mut self, public_url: &str) -> Self {
+        if self.jku.is_none() {
+            self.jku = Some(format!("{}{}", public_url.trim_end_matches('/'), crate::card::JWKS_PATH));
+        }
+        self
+    }
+
+    /// The signer of push notifications: the first key, issued by the agent at `public_url`.
+    pub fn webhook_signer(&self, public_url: &str) -> Option<webhook::WebhookSigner> {
+        self.signers.first().map(|signer| webhook::WebhookSigner {
+            signer: signer.clone(),
+            issuer: public_url.trim_end_matches('/').to_string(),
+            jku: self.jku.clone(),
+        })
+    }
+
     /// The JWKS document (RFC 7517 §5) of the signing keys.
     pub fn jwks(&self) -> Value {
         json!({"keys": self.signers.iter().map(|s| s.public_jwk()).collect::<Vec<_>>()})
