@@ -97,6 +97,10 @@ async fn tampering_is_refused_with_a_reason() {
     let mut t = card.clone();
     t["iconUrl"] = json!("https://evil.example.com/i.png");
     refused(&t, "an added field");
+    // A member outside the 1.0 proto is not signed (as in both official SDKs): it changes nothing.
+    let mut t = card.clone();
+    t["notInTheProto"] = json!({"anything": 1});
+    verify(&t, &keys).unwrap();
     // Dropping a default the canonical form omits anyway changes nothing.
     let mut same = card.clone();
     same["capabilities"].as_object_mut().unwrap().remove("extensions");

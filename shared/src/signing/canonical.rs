@@ -2,8 +2,9 @@
 //! left out and each field kept or dropped by the proto's presence rules (§5.7) — a REQUIRED field
 //! always, an `optional` or message field when set (even to its default), any other field only when
 //! it is not its default (`""`, `false`, `0`, `[]`, `{}`) — then RFC 8785. The rules come from the
-//! `AgentCard` messages of the vendored proto, written out below; a member the proto does not know
-//! (a newer card's) is kept as sent.
+//! `AgentCard` messages of the vendored proto, written out below. A member the proto does not know is
+//! left out, as both official SDKs do (they read the card into the proto first): such a member is
+//! not covered by the signature, so a verifier must not trust it.
 
 use serde_json::{Map, Value};
 
@@ -160,8 +161,7 @@ fn message(fields: &[Field], members: &Map<String, Value>) -> Map<String, Value>
     let mut out = Map::new();
     for (name, value) in members {
         let Some(Field(_, rule, kind)) = fields.iter().find(|f| f.0 == name) else {
-            out.insert(name.clone(), value.clone()); // not in the proto: as sent
-            continue;
+            continue; // not in the 1.0 proto: not signed
         };
         if value.is_null() {
             continue; // ProtoJSON: null is "not set"
@@ -224,11 +224,11 @@ mod tests {
             "skills": [{"id": "s", "name": "S", "description": "", "tags": [], "examples": []}],
             "securitySchemes": {"key": {"apiKeySecurityScheme": {"description": "", "location": "header", "name": "X-API-Key"}}},
             "capabilities": {"extensions": [{"uri": "urn:x", "required": false, "params": {}}]},
-            "iconUrl": null, "futureField": {"kept": ""}});
+            "iconUrl": null, "futureField": {"not": "signed"}});
         assert_eq!(
             String::from_utf8(payload(&card).unwrap()).unwrap(),
             concat!(
-                r#"{"capabilities":{"extensions":[{"params":{},"uri":"urn:x"}]},"futureField":{"kept":""},"name":"A","#,
+                r#"{"capabilities":{"extensions":[{"params":{},"uri":"urn:x"}]},"name":"A","#,
                 r#""securitySchemes":{"key":{"apiKeySecurityScheme":{"location":"header","name":"X-API-Key"}}},"#,
                 r#""skills":[{"description":"","id":"s","name":"S","tags":[]}],"#,
                 r#""supportedInterfaces":[{"protocolBinding":"JSONRPC","protocolVersion":"1.0","url":"http://a"}]}"#
