@@ -7,7 +7,6 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
@@ -21,19 +20,10 @@ import {
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 
+import { freePort } from './support.mjs';
+
 const KEY = 'key-dana';
 const EXT = 'urn:a2a-serverless:test:js-required';
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 let proc;
 let base;

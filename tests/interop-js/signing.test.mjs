@@ -9,12 +9,13 @@ import { spawn } from 'node:child_process';
 import { createPrivateKey, createPublicKey } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
-import { createServer as netServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { generateAgentCardSignature, verifyAgentCardSignature } from '@a2a-js/sdk';
+
+import { freePort } from './support.mjs';
 
 const KEYS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'shared', 'tests', 'fixtures', 'signing');
 const ALGS = { es256: 'ES256', rs256: 'RS256', eddsa: 'EdDSA' };
@@ -23,17 +24,6 @@ const CARD = {
   defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'],
   skills: [{ id: 'echo', name: 'Echo', description: 'Echoes', tags: ['test'] }],
 };
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = netServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 let proc;
 let base;

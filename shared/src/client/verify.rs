@@ -8,9 +8,6 @@ use serde_json::Value;
 use super::{Client, ClientError, ClientResult};
 use crate::signing::card::{self, Verified};
 
-/// Largest JWKS read.
-const MAX_JWKS: usize = 256 * 1024;
-
 /// Which keys a card's signatures may be checked with.
 #[derive(Debug, Clone, Default)]
 pub struct Trust {
@@ -64,17 +61,10 @@ impl Client {
         })
     }
 
+    /// The keys of the JWKS at `url` (fetched as the card is: JSON, 30 s).
     async fn jwks(&self, url: &str) -> Result<Vec<Value>, String> {
-        let resp =
-            self.http.get(url).timeout(std::time::Duration::from_secs(30)).send().await.map_err(|e| e.to_string())?;
-        if !resp.status().is_success() {
-            return Err(format!("HTTP {}", resp.status().as_u16()));
-        }
-        let body = resp.bytes().await.map_err(|e| e.to_string())?;
-        if body.len() > MAX_JWKS {
-            return Err(format!("larger than {MAX_JWKS} bytes"));
-        }
-        let jwks: Value = serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))?;
+        let jwks = super::discovery::get(&self.http, url).await.map_err(|e| e.to_string())?;
+        let jwks = jwks.ok_or("not found")?;
         jwks.get("keys").and_then(Value::as_array).cloned().ok_or_else(|| "not a JWKS (no keys)".into())
     }
 }

@@ -20,8 +20,7 @@ use serde_json::{json, Value};
 
 pub use keys::{PemKey, Signer};
 
-/// The JWKS document's path on the agent's base URL.
-pub const JWKS_PATH: &str = "/.well-known/jwks.json";
+pub use crate::card::JWKS_PATH;
 
 /// How the served cards are signed: the keys (each signs; all are published) and the `jku` the
 /// protected headers name (default: the agent's [`JWKS_PATH`]).
@@ -55,7 +54,7 @@ impl CardSigning {
     /// With `jku` defaulted to the JWKS of the agent at `public_url`.
     pub fn for_agent(mut self, public_url: &str) -> Self {
         if self.jku.is_none() {
-            self.jku = Some(format!("{}{}", public_url.trim_end_matches('/'), crate::card::JWKS_PATH));
+            self.jku = Some(format!("{}{JWKS_PATH}", public_url.trim_end_matches('/')));
         }
         self
     }
