@@ -66,7 +66,7 @@ async fn world_with(webhook: &str, push_attempts: u32) -> World {
 
 /// A world whose task runner runs `executor`.
 async fn world_running(webhook: &str, push_attempts: u32, executor: Arc<dyn AgentExecutor>) -> World {
-    world_from(webhook, push_attempts, executor, AuthSettings::default(), Default::default()).await
+    world_from(webhook, push_attempts, executor, AuthSettings::default(), Default::default(), vec![]).await
 }
 
 async fn world_from(
@@ -75,6 +75,7 @@ async fn world_from(
     executor: Arc<dyn AgentExecutor>,
     auth: AuthSettings,
     card_signing: CardSigning,
+    card_signing_kms: Vec<String>,
 ) -> World {
     let sdk = a2a::adapters::aws::sdk_config().await;
     let table = format!("fx-{}", uuid::Uuid::new_v4().simple());
@@ -104,6 +105,7 @@ async fn world_from(
         push_timeout: Duration::from_secs(2),
         edge: None,
         card_signing,
+        card_signing_kms,
     };
     let http = Deps::new(settings.clone(), None).await.unwrap();
     let runner = Deps::new(settings, Some(executor)).await.unwrap();
@@ -469,7 +471,7 @@ async fn jwt_authorizer_claims_are_the_principal() {
         operation_scopes: Some("push=a2a/push".into()),
         ..Default::default()
     };
-    let w = world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), auth, Default::default()).await;
+    let w = world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), auth, Default::default(), vec![]).await;
     let fixture_name = "apigw-v2_send-message_jwt-authorizer.json";
     let (status, _, body) =
         answer(&w.http, Endpoint::Operation(Operation::SendMessage), http_fixture(fixture_name)).await;
@@ -519,9 +521,37 @@ async fn the_functions_sign_the_card_and_the_notifications() {
     // CARD_SIGNING_KEYS_PEM: several PEM blocks in one variable.
     let pem = ["es256.pem", "eddsa.pem"].map(|f| std::fs::read_to_string(format!("{dir}/{f}")).unwrap()).join("");
     let signing = CardSigning::from_pem_blocks(&pem, None).unwrap();
-    let w = world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), AuthSettings::default(), signing).await;
+    let w = world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), AuthSettings::default(), signing, vec![]).await;
+    check_signatures(&w, 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_functions_sign_with_keys_held_in_kms() {
+    if !common::aws_available() {
+        return;
+    }
+    let kms = aws_sdk_kms::Client::new(&a2a::adapters::aws::sdk_config().await);
+    let mut ids = Vec::new();
+    for spec in [aws_sdk_kms::types::KeySpec::EccNistP256, aws_sdk_kms::types::KeySpec::Rsa3072] {
+        let key = kms.create_key().key_spec(spec).key_usage(aws_sdk_kms::types::KeyUsageType::SignVerify);
+        ids.push(key.send().await.unwrap().key_metadata().unwrap().arn().unwrap().to_string());
+    }
+    // CARD_SIGNING_KMS_KEY_IDS: key ARNs, the second with its own kid.
+    let kms_keys = vec![ids[0].clone(), format!("rsa-1={}", ids[1])];
+    let w =
+        world_from("127.0.0.1/32", 3, Arc::new(EchoAgent), AuthSettings::default(), CardSigning::default(), kms_keys)
+            .await;
+    let keys = check_signatures(&w, 2).await;
+    assert_eq!(keys.iter().map(|k| k["kty"].as_str().unwrap()).collect::<Vec<_>>(), ["EC", "RSA"]);
+    assert_eq!(keys[1]["kid"], "rsa-1");
+}
+
+/// The card served through the agent-card handler carries `signatures` signatures and verifies
+/// with the JWKS served beside it (the first key: ES256); the push-delivery deliverer's JWT
+/// verifies with the first key. Returns the JWKS's keys.
+async fn check_signatures(w: &World, signatures: usize) -> Vec<Value> {
     let (s, card) = call(&w.http, Endpoint::AgentCard, "apigw-v2_agent-card_ok.json").await;
-    assert_eq!((s, card["signatures"].as_array().map(Vec::len)), (200, Some(2)), "{card}");
+    assert_eq!((s, card["signatures"].as_array().map(Vec::len)), (200, Some(signatures)), "{card}");
     let mut jwks_request = http_fixture("apigw-v2_agent-card_ok.json");
     *jwks_request.uri_mut() = "https://agent.example.com/.well-known/jwks.json".parse().unwrap();
     let resp = handle(&w.http.service, Endpoint::AgentCard, jwks_request).await;
@@ -568,4 +598,5 @@ async fn the_functions_sign_the_card_and_the_notifications() {
     let digest =
         base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sha2::Sha256::digest(&hit.raw));
     assert_eq!(claims["body_sha256"].as_str(), Some(digest.as_str()));
+    keys
 }

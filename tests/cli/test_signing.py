@@ -9,6 +9,7 @@ import base64
 import hashlib
 import json
 import os
+import subprocess
 import threading
 import time
 import uuid
@@ -73,6 +74,45 @@ def test_the_sdk_verifies_a2a_local_signatures_of_every_algorithm(signed_local):
     jwks = httpx.get(f"{signed_local}/.well-known/jwks.json", timeout=10).json()
     assert sorted((k["kid"], k["alg"]) for k in jwks["keys"]) == sorted(ALGS.items())
     assert all("d" not in k for k in jwks["keys"]), "no private parts"
+
+
+def test_the_sdk_verifies_signatures_made_in_kms(tmp_path):
+    """--card-signing-kms: the private keys stay in KMS (moto); a card large enough that KMS signs
+    its digest (signing input over 4096 bytes) verifies with the SDK and with `a2a card --verify`."""
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
+    import boto3
+
+    kms = boto3.client("kms", endpoint_url=os.environ["AWS_ENDPOINT_URL"], region_name="us-east-1")
+    ec_key = kms.create_key(KeySpec="ECC_NIST_P256", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]
+    rsa_key = kms.create_key(KeySpec="RSA_2048", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["Arn"]
+    alias = f"alias/card-{uuid.uuid4().hex[:8]}"
+    kms.create_alias(AliasName=alias, TargetKeyId=ec_key)
+    skills = [{"id": f"s{i}", "name": f"Skill {i}", "description": "Does one thing well and says so at length",
+               "tags": ["kms"]} for i in range(60)]
+    card = tmp_path / "card.json"
+    card.write_text(json.dumps({**CARD, "skills": skills}))
+    base, proc = a2a_local(["--agent", "echo", "--card", str(card),
+                            "--card-signing-kms", f"kms-ec={alias},kms-rsa={rsa_key}"])
+    try:
+        body = httpx.get(f"{base}/.well-known/agent-card.json", headers={"A2A-Version": "1.0"}, timeout=10).json()
+        assert [json.loads(base64.urlsafe_b64decode(s["protected"] + "=="))["alg"] for s in body["signatures"]] == ["ES256", "RS256"]
+        assert len(json.dumps(body)) > 6000, "large enough to be signed by digest"
+        parsed = ParseDict(body, pb.AgentCard(), ignore_unknown_fields=True)
+        for kid in ["kms-ec", "kms-rsa"]:
+            sdk_verifier(kid)(parsed)
+        parsed.skills[59].name = "Evil skill"
+        with pytest.raises(InvalidSignaturesError):
+            sdk_verifier("kms-ec")(parsed)
+        r = run("card", base, "--verify")
+        assert r.returncode == 0 and "kid kms-ec (ES256)" in r.stdout, r.stdout + r.stderr
+    finally:
+        stop(proc)
+    # A key that cannot sign ES256/RS256 stops the start with the reason.
+    p384 = kms.create_key(KeySpec="ECC_NIST_P384", KeyUsage="SIGN_VERIFY")["KeyMetadata"]["KeyId"]
+    r = subprocess.run([os.environ["A2A_LOCAL_BIN"], "--addr", f"127.0.0.1:{free_port()}", "--agent", "echo",
+                        "--card-signing-kms", p384], capture_output=True, text=True, timeout=30)
+    assert r.returncode != 0 and f"--card-signing-kms: KMS key {p384} signs with ECDSA_SHA_384 only" in r.stderr, r.stderr
 
 
 def test_our_command_line_verifies_the_signed_card(signed_local):

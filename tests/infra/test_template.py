@@ -200,10 +200,25 @@ def test_table_has_indexes_ttl_and_point_in_time_recovery():
     assert table["PointInTimeRecoverySpecification"]["PointInTimeRecoveryEnabled"] is True
 
 
+def policy_documents(res):
+    """The policy documents a function's Policies name: inline ones, and managed policies of this
+    template referenced directly or through a condition."""
+    for policy in res["Properties"].get("Policies", []):
+        if "Statement" in policy:
+            yield policy
+            continue
+        refs = policy["Fn::If"][1:] if "Fn::If" in policy else [policy]
+        for ref in refs:
+            if isinstance(ref, dict) and ref.get("Ref") in RESOURCES:
+                managed = RESOURCES[ref["Ref"]]
+                assert managed["Type"] == "AWS::IAM::ManagedPolicy", ref
+                yield managed["Properties"]["PolicyDocument"]
+
+
 def statements():
     """Every IAM statement of the workspace's functions (both branches of a conditional one)."""
     for crate, (_, res) in functions().items():
-        for policy in res["Properties"].get("Policies", []):
+        for policy in policy_documents(res):
             for st in policy["Statement"]:
                 branches = st["Fn::If"][1:] if "Fn::If" in st else [st]
                 for branch in branches:
@@ -232,8 +247,31 @@ def test_each_function_touches_only_what_it_uses():
         assert "dynamodb:GetItem" in granted[crate] and not granted[crate] & writes, crate
         assert "sqs:SendMessage" not in granted[crate], crate
     for crate in ("http-agent-card", "http-extended-card"):
-        assert crate not in granted, f"{crate} needs no AWS access"
+        assert granted.get(crate, set()) <= KMS_SIGNING, f"{crate} needs no AWS access but signing keys in KMS"
     assert "sqs:SendMessage" in granted["http-send-message"] and "sqs:SendMessage" in granted["sqs-task-runner"]
+
+
+KMS_SIGNING = {"kms:Sign", "kms:GetPublicKey"}
+# The functions that sign: the card, the extended card (GET and JSON-RPC), the notifications.
+SIGNERS = {"http-agent-card", "http-extended-card", "http-jsonrpc", "sqs-push-delivery"}
+
+
+def test_only_the_signing_functions_use_the_kms_keys():
+    """CardSigningKmsKeyArns: kms:Sign and kms:GetPublicKey on exactly those keys, granted (when
+    set) to the functions that sign, which read CARD_SIGNING_KMS_KEY_IDS; no other function may."""
+    policy = RESOURCES["CardSigningKmsPolicy"]
+    assert policy["Condition"] == "HasKmsSigningKeys"
+    (statement,) = policy["Properties"]["PolicyDocument"]["Statement"]
+    assert set(statement["Action"]) == KMS_SIGNING
+    assert statement["Resource"] == {"Fn::Split": [",", {"Ref": "CardSigningKmsKeyArns"}]}
+    for crate, (_, res) in functions().items():
+        kms = {a for st in (st for c, st in statements() if c == crate) for a in st["Action"] if a.startswith("kms:")}
+        env = res["Properties"].get("Environment", {}).get("Variables", {})
+        if crate in SIGNERS:
+            assert kms == KMS_SIGNING, crate
+            assert env["CARD_SIGNING_KMS_KEY_IDS"] == {"Ref": "CardSigningKmsKeyArns"}, crate
+        else:
+            assert not kms and "CARD_SIGNING_KMS_KEY_IDS" not in env, crate
 
 
 def test_example_agents_are_callable_only_by_the_task_runner():

@@ -1,4 +1,6 @@
-"""moto_server with one change: DynamoDB requests are served one at a time.
+"""moto_server with two changes that make it behave like AWS where the tests need it.
+
+1. DynamoDB requests are served one at a time.
 
 moto checks a TransactWriteItems' conditions and then applies its writes without a lock, so two
 concurrent transactions conditioned on the same version can both commit; DynamoDB itself makes
@@ -6,12 +8,20 @@ transactions serializable. Serializing moto's DynamoDB requests restores that gu
 tests (50 concurrent writers must lose nothing). Other services, SQS long polls included, stay
 concurrent.
 
+2. KMS Sign honours MessageType=DIGEST. moto ignores the parameter and hashes the digest again;
+KMS signs the given SHA-256 digest as prehashed, which is how a2a-local signs a card whose signing
+input is over KMS's 4096-byte RAW limit. (KMS also checks the digest's length: so does this.)
+
 Usage: python serve.py HOST PORT
 """
 
 import sys
 import threading
 
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
+from moto.kms import responses as kms_responses
+from moto.kms import utils as kms_utils
 from moto.moto_server.threaded_moto_server import MotoRequestHandler
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import run_simple
@@ -30,6 +40,55 @@ class SerializeDynamoDB:
         with DYNAMODB_LOCK:
             # Materialize the body inside the lock: moto does its work while producing it.
             return list(self.app(environ, start_response))
+
+
+SIGNING_DIGEST = threading.local()
+
+
+def sign_response(original):
+    def sign(self):
+        SIGNING_DIGEST.on = self._get_param("MessageType") == "DIGEST"
+        try:
+            return original(self)
+        finally:
+            SIGNING_DIGEST.on = False
+
+    return sign
+
+
+def prehashed(message, algorithm):
+    if len(message) != algorithm.digest_size:
+        raise kms_utils.ValidationException(
+            f"Digest is invalid length for algorithm {algorithm.name.upper()}: {len(message)} bytes"
+        )
+    return Prehashed(algorithm)
+
+
+def ecdsa_sign(original):
+    def sign(self, message, signing_algorithm):
+        if not getattr(SIGNING_DIGEST, "on", False):
+            return original(self, message, signing_algorithm)
+        kms_utils.validate_signing_algorithm(signing_algorithm, self.valid_signing_algorithms)
+        algorithm = self._ECDSAPrivateKey__hash_algorithm(signing_algorithm)
+        return self.private_key.sign(message, ec.ECDSA(prehashed(message, algorithm)))
+
+    return sign
+
+
+def rsa_sign(original):
+    def sign(self, message, signing_algorithm):
+        if not getattr(SIGNING_DIGEST, "on", False):
+            return original(self, message, signing_algorithm)
+        kms_utils.validate_signing_algorithm(signing_algorithm, kms_utils.SigningAlgorithm.rsa_signing_algorithms())
+        pad, algorithm = self._RSAPrivateKey__padding_and_hash_algorithm(signing_algorithm)
+        return self.private_key.sign(message, pad, prehashed(message, algorithm))
+
+    return sign
+
+
+kms_responses.KmsResponse.sign = sign_response(kms_responses.KmsResponse.sign)
+kms_utils.ECDSAPrivateKey.sign = ecdsa_sign(kms_utils.ECDSAPrivateKey.sign)
+kms_utils.RSAPrivateKey.sign = rsa_sign(kms_utils.RSAPrivateKey.sign)
 
 
 def main():

@@ -35,7 +35,7 @@ enum LogFormat {
 
 /// Run an A2A agent locally: JSON-RPC and HTTP+JSON on one base URL, SSE streams, the agent card.
 #[derive(Debug, Parser)]
-#[command(version, about)]
+#[command(version, about, group(clap::ArgGroup::new("signing_keys").multiple(true)))]
 struct Args {
     /// Address to listen on.
     #[arg(long, env = "A2A_ADDR", default_value = "127.0.0.1:8080")]
@@ -81,10 +81,15 @@ struct Args {
     /// file (P-256 → ES256, RSA → RS256, Ed25519 → EdDSA; kid default: the key's JWK thumbprint).
     /// Repeat (or separate with commas) to sign with several keys while rotating; all are published
     /// at /.well-known/jwks.json.
-    #[arg(long, env = "A2A_CARD_SIGNING_KEYS", value_delimiter = ',')]
+    #[arg(long, env = "A2A_CARD_SIGNING_KEYS", value_delimiter = ',', group = "signing_keys")]
     card_signing_key: Vec<String>,
+    /// Sign with a key held in AWS KMS: `[KID=]KEY_ID` (key id, ARN or alias/NAME; ECC_NIST_P256 →
+    /// ES256, RSA → RS256). The private key stays in KMS (kms:Sign, kms:GetPublicKey). Repeatable;
+    /// used after the --card-signing-key keys.
+    #[arg(long, env = "A2A_CARD_SIGNING_KMS", value_delimiter = ',', group = "signing_keys")]
+    card_signing_kms: Vec<String>,
     /// The `jku` the signatures name (default: <public URL>/.well-known/jwks.json).
-    #[arg(long, env = "A2A_CARD_JKU", requires = "card_signing_key")]
+    #[arg(long, env = "A2A_CARD_JKU", requires = "signing_keys")]
     card_jku: Option<String>,
     /// Public base URL clients use (default: http://<addr>).
     #[arg(long, env = "A2A_PUBLIC_URL")]
@@ -276,7 +281,7 @@ fn main() -> Result<(), String> {
             grpc_address: grpc
                 .as_ref()
                 .map(|(_, addr)| args.grpc_public_addr.clone().unwrap_or_else(|| addr.to_string())),
-            card_signing: card_signing(&args.card_signing_key, args.card_jku.clone())?,
+            card_signing: card_signing(&args.card_signing_key, &args.card_signing_kms, args.card_jku.clone()).await?,
         })
         .await
         .map_err(|e| e.message)?;
@@ -344,8 +349,13 @@ fn host_port(value: &str) -> Result<String, String> {
     }
 }
 
-/// The card's signing keys from `[KID=]PATH` arguments.
-fn card_signing(keys: &[String], jku: Option<String>) -> Result<a2a::signing::CardSigning, String> {
+/// The card's signing keys: PEM files from `[KID=]PATH` arguments, then KMS keys from
+/// `[KID=]KEY_ID` arguments.
+async fn card_signing(
+    keys: &[String],
+    kms: &[String],
+    jku: Option<String>,
+) -> Result<a2a::signing::CardSigning, String> {
     let mut signers: Vec<std::sync::Arc<dyn a2a::signing::Signer>> = Vec::new();
     for arg in keys.iter().map(|k| k.trim()).filter(|k| !k.is_empty()) {
         let (kid, path) = match arg.split_once('=') {
@@ -360,6 +370,11 @@ fn card_signing(keys: &[String], jku: Option<String>) -> Result<a2a::signing::Ca
             "card signing key"
         );
         signers.push(std::sync::Arc::new(key));
+    }
+    if !kms.is_empty() {
+        let sdk = a2a::adapters::aws::sdk_config().await;
+        let loaded = a2a::adapters::aws::kms::load_all(&sdk, kms).await;
+        signers.extend(loaded.map_err(|e| format!("--card-signing-kms: {e}"))?);
     }
     Ok(a2a::signing::CardSigning { signers, jku })
 }

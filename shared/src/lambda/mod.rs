@@ -93,6 +93,9 @@ pub struct LambdaSettings {
     pub edge: Option<crate::adapters::edge_publisher::EdgeSettings>,
     /// Keys that sign the cards and the push notifications (`CARD_SIGNING_KEYS_PEM`, `CARD_JKU`).
     pub card_signing: crate::signing::CardSigning,
+    /// Signing keys held in KMS, `[KID=]KEY_ID` (`CARD_SIGNING_KMS_KEY_IDS`, comma-separated),
+    /// loaded by [`Deps::new`] after the PEM keys.
+    pub card_signing_kms: Vec<String>,
 }
 
 impl LambdaSettings {
@@ -101,7 +104,8 @@ impl LambdaSettings {
     /// `PUSH_MAX_ATTEMPTS`, `TASK_TTL_SECONDS` (see [`AwsSettings`]); `A2A_PUBLIC_URL`, `A2A_CARD`
     /// (a file) or `A2A_CARD_JSON`, `A2A_EXTENDED_CARD` or `A2A_EXTENDED_CARD_JSON`, the
     /// authentication variables of [`auth::AuthSettings::from_vars`], `WEBHOOK_ALLOW`, `BLOCKING_TIMEOUT_SECS` (25), `PUSH_TIMEOUT_SECS` (10),
-    /// `EDGE_URL` with `EDGE_PUBLISH_SECRET`, `CARD_SIGNING_KEYS_PEM` (PEM private keys), `CARD_JKU`.
+    /// `EDGE_URL` with `EDGE_PUBLISH_SECRET`, `CARD_SIGNING_KEYS_PEM` (PEM private keys),
+    /// `CARD_SIGNING_KMS_KEY_IDS`, `CARD_JKU`.
     pub fn from_env(default_card: &str) -> Result<Self> {
         let card_from = |json: &str, path: &str| -> Result<Option<crate::types::AgentCard>> {
             match (env(json), env(path)) {
@@ -124,8 +128,11 @@ impl LambdaSettings {
             card_signing: match env("CARD_SIGNING_KEYS_PEM") {
                 Some(pem) => crate::signing::CardSigning::from_pem_blocks(&pem, env("CARD_JKU"))
                     .map_err(|e| A2aError::invalid_params(format!("CARD_SIGNING_KEYS_PEM: {e}")))?,
-                None => crate::signing::CardSigning::default(),
+                None => crate::signing::CardSigning { signers: Vec::new(), jku: env("CARD_JKU") },
             },
+            card_signing_kms: env("CARD_SIGNING_KMS_KEY_IDS")
+                .map(|ids| ids.split(',').map(str::to_string).collect())
+                .unwrap_or_default(),
             webhook_allow: AllowList::parse(&env("WEBHOOK_ALLOW").unwrap_or_default())?,
             blocking_timeout: secs("BLOCKING_TIMEOUT_SECS", 25),
             push_timeout: secs("PUSH_TIMEOUT_SECS", 10),
@@ -173,7 +180,11 @@ impl Deps {
             Some(url) => Arc::new(SqsPushQueue::new(sqs.clone(), url.clone())),
             None => Arc::new(Unconfigured("PUSH_QUEUE_URL")),
         };
-        let signing = settings.card_signing.for_agent(&settings.public_url);
+        let mut signing = settings.card_signing.for_agent(&settings.public_url);
+        if !settings.card_signing_kms.is_empty() {
+            let kms = crate::adapters::aws::kms::load_all(&sdk, &settings.card_signing_kms).await;
+            signing.signers.extend(kms.map_err(|e| A2aError::internal(format!("CARD_SIGNING_KMS_KEY_IDS: {e}")))?);
+        }
         let deliverer = Deliverer::new(settings.webhook_allow.clone(), settings.push_timeout)?;
         let deliverer = Arc::new(deliverer.with_signer(signing.webhook_signer(&settings.public_url)));
         // Built once per container: a bearer verifier's keys stay cached across invocations.

@@ -1,14 +1,17 @@
 //! The AWS adapters (feature `aws`): [`DynamoStore`] for tasks, event logs and push configs,
-//! [`sqs`] for the work and push queues, [`resources`] to create them, configured from the
-//! environment (`TABLE_NAME`, `TASK_QUEUE_URL`, `PUSH_QUEUE_URL` and the standard AWS variables:
-//! `AWS_ENDPOINT_URL`, `AWS_REGION`, credentials) through aws-config.
+//! [`sqs`] for the work and push queues, [`resources`] to create them, [`KmsSigner`] for signing
+//! keys held in KMS, configured from the environment (`TABLE_NAME`, `TASK_QUEUE_URL`,
+//! `PUSH_QUEUE_URL` and the standard AWS variables: `AWS_ENDPOINT_URL`, `AWS_REGION`, credentials)
+//! through aws-config.
 
 mod dynamo;
+pub mod kms;
 mod meter;
 pub mod resources;
 pub mod sqs;
 
 pub use dynamo::{DynamoStore, MAX_ITEM_BYTES};
+pub use kms::KmsSigner;
 pub use meter::{Meter, Usage};
 
 /// Where the AWS resources are.
