@@ -5,7 +5,6 @@
 // the backend). Run: npm test (node:test).
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +19,7 @@ import {
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
 
-import { freePort } from './support.mjs';
+import { startLocal } from './support.mjs';
 
 const KEY = 'key-dana';
 const EXT = 'urn:a2a-serverless:test:js-required';
@@ -29,27 +28,14 @@ let proc;
 let base;
 
 before(async () => {
-  const bin = process.env.A2A_LOCAL_BIN;
-  assert.ok(bin, 'A2A_LOCAL_BIN is not set (run through scripts/test)');
   const dir = mkdtempSync(join(tmpdir(), 'a2a-js-'));
   writeFileSync(join(dir, 'card.json'), JSON.stringify({
     name: 'JS interop agent',
     capabilities: { extensions: [{ uri: EXT, required: true, description: 'must be activated' }] },
   }));
   writeFileSync(join(dir, 'extended.json'), JSON.stringify({ name: 'JS interop agent (extended)' }));
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  const extra = (process.env.A2A_LOCAL_ARGS || '').split(' ').filter(Boolean);
-  proc = spawn(bin, ['--addr', `127.0.0.1:${port}`, '--agent', 'conformance', '--api-keys', `dana:${KEY}`,
-    '--card', join(dir, 'card.json'), '--extended-card', join(dir, 'extended.json'), ...extra],
-  { stdio: 'ignore' });
-  for (let i = 0; i < 300; i++) { // bounded: 30 s
-    try {
-      if ((await fetch(`${base}/.well-known/agent-card.json`)).ok) return;
-    } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error('a2a-local did not start in 30 s');
+  ({ proc, base } = await startLocal(['--agent', 'conformance', '--api-keys', `dana:${KEY}`,
+    '--card', join(dir, 'card.json'), '--extended-card', join(dir, 'extended.json')]));
 });
 
 after(() => proc?.kill());

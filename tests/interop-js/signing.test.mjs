@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 import { generateAgentCardSignature, verifyAgentCardSignature } from '@a2a-js/sdk';
 
-import { freePort } from './support.mjs';
+import { startLocal } from './support.mjs';
 
 const KEYS = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'shared', 'tests', 'fixtures', 'signing');
 const ALGS = { es256: 'ES256', rs256: 'RS256', eddsa: 'EdDSA' };
@@ -32,15 +32,12 @@ let filesBase;
 const served = {};
 
 before(async () => {
-  const bin = process.env.A2A_LOCAL_BIN;
-  assert.ok(bin && process.env.A2A_BIN, 'A2A_LOCAL_BIN and A2A_BIN must be set (run through scripts/test)');
+  assert.ok(process.env.A2A_BIN, 'A2A_BIN is not set (run through scripts/test)');
   const dir = mkdtempSync(join(tmpdir(), 'a2a-js-signing-'));
   writeFileSync(join(dir, 'card.json'), JSON.stringify(CARD));
   const keys = Object.keys(ALGS).map((name) => `${name}=${join(KEYS, `${name}.pem`)}`).join(',');
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  proc = spawn(bin, ['--addr', `127.0.0.1:${port}`, '--agent', 'echo', '--card', join(dir, 'card.json'),
-    '--card-signing-key', keys], { stdio: 'ignore' });
+  ({ proc, base } = await startLocal(['--agent', 'echo', '--card', join(dir, 'card.json'), '--card-signing-key', keys],
+    { backend: false }));
   files = createServer((req, res) => {
     const body = served[req.url];
     res.writeHead(body ? 200 : 404, { 'content-type': 'application/json' });
@@ -48,13 +45,6 @@ before(async () => {
   });
   await new Promise((r) => files.listen(0, '127.0.0.1', r));
   filesBase = `http://127.0.0.1:${files.address().port}`;
-  for (let i = 0; i < 300; i++) { // bounded: 30 s
-    try {
-      if ((await fetch(`${base}/.well-known/agent-card.json`)).ok) return;
-    } catch { /* not up yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  assert.fail('a2a-local did not start');
 });
 
 after(() => {
