@@ -46,6 +46,8 @@ let verify;
 const received = [];
 
 before(async () => {
+  assert.ok(process.features.typescript, `Node ${process.version} cannot import TypeScript; this test needs type `
+    + 'stripping (Node >= 22.18: scripts/test runs it with the edge toolchain\'s Node 22)');
   const port = await new Promise((resolve) => {
     hook = createServer((req, res) => {
       const chunks = [];
