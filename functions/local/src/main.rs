@@ -358,10 +358,7 @@ async fn card_signing(
 ) -> Result<a2a::signing::CardSigning, String> {
     let mut signers: Vec<std::sync::Arc<dyn a2a::signing::Signer>> = Vec::new();
     for arg in keys.iter().map(|k| k.trim()).filter(|k| !k.is_empty()) {
-        let (kid, path) = match arg.split_once('=') {
-            Some((kid, path)) => (Some(kid), path),
-            None => (None, arg),
-        };
+        let (kid, path) = a2a::signing::kid_and_value(arg);
         let pem = std::fs::read_to_string(path).map_err(|e| format!("--card-signing-key {path}: {e}"))?;
         let key = a2a::signing::PemKey::from_pem(&pem, kid).map_err(|e| format!("--card-signing-key {path}: {e}"))?;
         tracing::info!(

@@ -22,6 +22,14 @@ pub use keys::{PemKey, Signer};
 
 pub use crate::card::JWKS_PATH;
 
+/// A key argument `[KID=]VALUE` (a PEM path, a KMS key id): the kid when given, and the value.
+pub fn kid_and_value(arg: &str) -> (Option<&str>, &str) {
+    match arg.split_once('=') {
+        Some((kid, value)) => (Some(kid), value),
+        None => (None, arg),
+    }
+}
+
 /// How the served cards are signed: the keys (each signs; all are published) and the `jku` the
 /// protected headers name (default: the agent's [`JWKS_PATH`]).
 #[derive(Clone, Default)]

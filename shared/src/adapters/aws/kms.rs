@@ -29,6 +29,7 @@ pub struct KmsSigner {
     key_id: String,
     kid: String,
     alg: &'static str,
+    spec: SigningAlgorithmSpec,
     jwk: Value,
 }
 
@@ -57,10 +58,14 @@ impl KmsSigner {
         // The signing algorithms and the key itself decide (moto answers only the older
         // CustomerMasterKeySpec; ECC_SECG_P256K1 also signs ECDSA_SHA_256, on another curve).
         let algorithms = out.signing_algorithms();
-        let (alg, mut jwk) = if algorithms.contains(&SigningAlgorithmSpec::EcdsaSha256) && ec_p256(spki) {
-            ("ES256", ec_jwk(spki).map_err(|e| format!("KMS key {key_id}: {e}"))?)
+        let (alg, spec, mut jwk) = if algorithms.contains(&SigningAlgorithmSpec::EcdsaSha256) && ec_p256(spki) {
+            ("ES256", SigningAlgorithmSpec::EcdsaSha256, ec_jwk(spki).map_err(|e| format!("KMS key {key_id}: {e}"))?)
         } else if algorithms.contains(&SigningAlgorithmSpec::RsassaPkcs1V15Sha256) {
-            ("RS256", rsa_jwk(spki).map_err(|e| format!("KMS key {key_id}: {e}"))?)
+            (
+                "RS256",
+                SigningAlgorithmSpec::RsassaPkcs1V15Sha256,
+                rsa_jwk(spki).map_err(|e| format!("KMS key {key_id}: {e}"))?,
+            )
         } else {
             let names: Vec<&str> = algorithms.iter().map(SigningAlgorithmSpec::as_str).collect();
             return Err(format!(
@@ -74,7 +79,7 @@ impl KmsSigner {
             members.insert("alg".into(), json!(alg));
             members.insert("use".into(), json!("sig"));
         }
-        Ok(Self { client, key_id: key_id.to_string(), kid, alg, jwk })
+        Ok(Self { client, key_id: key_id.to_string(), kid, alg, spec, jwk })
     }
 }
 
@@ -93,10 +98,6 @@ impl Signer for KmsSigner {
     }
 
     async fn sign(&self, input: &[u8]) -> Result<Vec<u8>, String> {
-        let spec = match self.alg {
-            "ES256" => SigningAlgorithmSpec::EcdsaSha256,
-            _ => SigningAlgorithmSpec::RsassaPkcs1V15Sha256,
-        };
         let (message, kind) = if input.len() <= RAW_LIMIT {
             (input.to_vec(), MessageType::Raw)
         } else {
@@ -108,14 +109,14 @@ impl Signer for KmsSigner {
             .key_id(&self.key_id)
             .message(Blob::new(message))
             .message_type(kind)
-            .signing_algorithm(spec)
+            .signing_algorithm(self.spec.clone())
             .send()
             .await
             .map_err(|e| format!("KMS key {}: Sign: {}", self.key_id, aws_sdk_kms::error::DisplayErrorContext(&e)))?;
         let signature =
             out.signature().ok_or_else(|| format!("KMS key {}: Sign returned no signature", self.key_id))?;
-        match self.alg {
-            "ES256" => ecdsa_der_to_fixed(signature.as_ref()),
+        match self.spec {
+            SigningAlgorithmSpec::EcdsaSha256 => ecdsa_der_to_fixed(signature.as_ref()),
             _ => Ok(signature.as_ref().to_vec()),
         }
     }
@@ -127,10 +128,7 @@ pub async fn load_all(sdk: &aws_config::SdkConfig, keys: &[String]) -> Result<Ve
     let client = aws_sdk_kms::Client::new(sdk);
     let mut signers: Vec<Arc<dyn Signer>> = Vec::new();
     for arg in keys.iter().map(|k| k.trim()).filter(|k| !k.is_empty()) {
-        let (kid, key_id) = match arg.split_once('=') {
-            Some((kid, key_id)) => (Some(kid), key_id),
-            None => (None, arg),
-        };
+        let (kid, key_id) = crate::signing::kid_and_value(arg);
         let signer = KmsSigner::load(client.clone(), key_id, kid).await?;
         tracing::info!(key_id, kid = %signer.kid, alg = signer.alg, "card signing key in KMS");
         signers.push(Arc::new(signer));
