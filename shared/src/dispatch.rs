@@ -92,19 +92,27 @@ pub enum Output {
 }
 
 impl Output {
-    /// The 1.0 result as ProtoJSON (a stream has none: its events are encoded one by one).
+    /// The 1.0 result as a JSON value (what the gRPC binding converts to protobuf).
     pub fn into_json(self) -> serde_json::Value {
-        let value = match self {
-            Output::SendMessage(r) => serde_json::to_value(r),
-            Output::Task(t) => serde_json::to_value(t),
-            Output::ListTasks(r) => serde_json::to_value(r),
-            Output::PushConfig(c) => serde_json::to_value(c),
-            Output::PushConfigs(c) => serde_json::to_value(c),
-            Output::Empty => Ok(serde_json::json!({})),
-            Output::Card(c) => serde_json::to_value(c),
-            Output::Stream(_) => Ok(serde_json::Value::Null),
-        };
-        value.unwrap_or(serde_json::Value::Null)
+        serde_json::to_value(&self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// The 1.0 result as ProtoJSON, written straight from the typed result (a stream has none: its
+/// events are encoded one by one).
+impl serde::Serialize for Output {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            Output::SendMessage(r) => r.serialize(s),
+            Output::Task(t) => t.serialize(s),
+            Output::ListTasks(r) => r.serialize(s),
+            Output::PushConfig(c) => c.serialize(s),
+            Output::PushConfigs(c) => c.serialize(s),
+            Output::Empty => s.serialize_map(Some(0))?.end(),
+            Output::Card(c) => c.serialize(s),
+            Output::Stream(_) => s.serialize_unit(),
+        }
     }
 }
 

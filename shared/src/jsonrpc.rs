@@ -135,7 +135,7 @@ async fn dispatch(
             let framing = Framing::JsonRpc { id, v03: wire == Wire::V03 };
             return Ok(sse_response(frame_stream(events, framing), service.limits.keep_alive));
         }
-        (output, Wire::V1) => result_body(&id, &output.into_json()),
+        (output, Wire::V1) => result_body(&id, &output),
         (output, Wire::V03) => result_body(&id, &encode_v03(output)),
     };
     Ok(with_task_seq(json_response(StatusCode::OK, body), seq))

@@ -31,6 +31,16 @@ pub fn apply_all(rec: &mut TaskRecord, events: &[AgentEvent], now: DateTime<Utc>
     events.iter().map(|e| apply(rec, e, now)).collect()
 }
 
+/// Pushes with room for one more only while the vector is short: most tasks hold one or two
+/// messages and artifacts, and a doubling vector would keep room for four (a retained task pays for
+/// it until evicted). Longer vectors grow as usual (amortized).
+fn push_tight<T>(items: &mut Vec<T>, item: T) {
+    if items.len() == items.capacity() && items.len() < 4 {
+        items.reserve_exact(1);
+    }
+    items.push(item);
+}
+
 /// Fills in what a message leaves to the host: task, context, role, and an id (derived from the task
 /// and the message's place in its history, so that applying the event again gives the same id).
 fn stamp(rec: &TaskRecord, mut message: Message, default_role: Role) -> Message {
@@ -68,7 +78,7 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
             }
             let message = message.clone().map(|m| stamp(rec, m, Role::Agent));
             if let Some(m) = &message {
-                rec.task.history.push(m.clone());
+                push_tight(&mut rec.task.history, m.clone());
             }
             let status = TaskStatus { state: *state, message, timestamp: Some(now) };
             rec.task.status = status.clone();
@@ -82,7 +92,7 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
                 .with("taskId", task_id));
             }
             let message = stamp(rec, message.clone(), Role::User);
-            rec.task.history.push(message);
+            push_tight(&mut rec.task.history, message);
             rec.turn = Some(key.clone());
             let status = TaskStatus { state: TaskState::Submitted, message: None, timestamp: Some(now) };
             rec.task.status = status.clone();
@@ -93,7 +103,7 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
             match artifacts.iter_mut().find(|a| a.artifact_id == artifact.artifact_id) {
                 Some(existing) if *append => existing.parts.extend(artifact.parts.iter().cloned()),
                 Some(existing) => *existing = artifact.clone(),
-                None => artifacts.push(artifact.clone()),
+                None => push_tight(artifacts, artifact.clone()),
             }
             StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
                 task_id,
@@ -106,7 +116,7 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
         }
         AgentEvent::Message(message) => {
             let message = stamp(rec, message.clone(), Role::Agent);
-            rec.task.history.push(message.clone());
+            push_tight(&mut rec.task.history, message.clone());
             StreamResponse::Message(message)
         }
     })

@@ -70,6 +70,62 @@ impl Sets {
     }
 }
 
+/// A context's tasks. Most contexts hold a task or two (a new context per task is common), and a
+/// pair of B-trees costs about 850 bytes even for one key: up to [`FEW`] keys sit in one sorted
+/// vector (a page filters it: at most [`FEW`] steps), past that in full [`Sets`].
+#[derive(Debug)]
+enum ContextSets {
+    Few(Vec<(Key, TaskState)>),
+    Many(Sets),
+}
+
+/// Keys a context holds in its vector before it moves to [`Sets`].
+const FEW: usize = 16;
+
+impl Default for ContextSets {
+    fn default() -> Self {
+        Self::Few(Vec::new())
+    }
+}
+
+impl ContextSets {
+    fn insert(&mut self, state: TaskState, key: &Key) {
+        match self {
+            Self::Few(few) if few.len() < FEW => {
+                let at = few.partition_point(|(k, _)| k < key);
+                if few.get(at).is_some_and(|(k, _)| k == key) {
+                    few[at].1 = state;
+                } else {
+                    if few.len() == few.capacity() {
+                        few.reserve_exact(1);
+                    }
+                    few.insert(at, (key.clone(), state));
+                }
+            }
+            Self::Few(few) => {
+                let mut sets = Sets::default();
+                for (k, s) in few.drain(..) {
+                    sets.insert(s, &k);
+                }
+                sets.insert(state, key);
+                *self = Self::Many(sets);
+            }
+            Self::Many(sets) => sets.insert(state, key),
+        }
+    }
+
+    /// Removes the key; whether the context is empty afterwards.
+    fn remove(&mut self, state: TaskState, key: &Key) -> bool {
+        match self {
+            Self::Few(few) => {
+                few.retain(|(k, _)| k != key);
+                few.is_empty()
+            }
+            Self::Many(sets) => sets.remove(state, key),
+        }
+    }
+}
+
 /// A context in an owner's tree: the context id's keyed hash first, so a search compares integers
 /// (the id only breaks a tie; a chosen collision costs nothing but a string compare).
 type ContextKey = (u64, Arc<str>);
@@ -77,7 +133,7 @@ type ContextKey = (u64, Arc<str>);
 #[derive(Debug, Default)]
 struct OwnerSets {
     tasks: Sets,
-    contexts: BTreeMap<ContextKey, Sets>,
+    contexts: BTreeMap<ContextKey, ContextSets>,
 }
 
 /// Ordered maps throughout: tasks come and go all the time, and a hash map under such churn
@@ -119,10 +175,17 @@ impl ListIndex {
 
     /// Up to `limit` keys, newest first, and the number of matching tasks when asked.
     pub fn scan(&self, q: &Scan<'_>) -> (Vec<Key>, Option<usize>) {
-        let set = self.owners.get(q.owner).and_then(|owner| match q.context {
+        let Some(owner) = self.owners.get(q.owner) else {
+            return (Vec::new(), q.count.then_some(0));
+        };
+        let set = match q.context {
             None => owner.tasks.get(q.state),
-            Some(c) => owner.contexts.get(&self.context_key(&Arc::from(c))).and_then(|sets| sets.get(q.state)),
-        });
+            Some(c) => match owner.contexts.get(&self.context_key(&Arc::from(c))) {
+                Some(ContextSets::Many(sets)) => sets.get(q.state),
+                Some(ContextSets::Few(few)) => return scan_few(few, q),
+                None => None,
+            },
+        };
         let Some(set) = set else {
             return (Vec::new(), q.count.then_some(0));
         };
@@ -148,6 +211,19 @@ impl ListIndex {
         });
         (page, count)
     }
+}
+
+/// [`ListIndex::scan`] of a context's short vector.
+fn scan_few(few: &[(Key, TaskState)], q: &Scan<'_>) -> (Vec<Key>, Option<usize>) {
+    let matching = few.iter().filter(|(k, s)| q.state.is_none_or(|want| want == *s) && q.after.is_none_or(|a| k.0 > a));
+    let page = matching
+        .clone()
+        .rev()
+        .filter(|(k, _)| q.below.as_ref().is_none_or(|below| k < below))
+        .take(q.limit)
+        .map(|(k, _)| k.clone())
+        .collect();
+    (page, q.count.then(|| matching.count()))
 }
 
 #[cfg(test)]
@@ -187,5 +263,46 @@ mod tests {
         }
         ix.remove(&place("b", "c1", TaskState::Working, 4, "t4"));
         assert!(ix.owners.is_empty(), "empty slices are dropped: {:?}", ix.owners);
+    }
+
+    /// A context's short vector and its B-trees answer alike, on the way up past [`FEW`] keys and
+    /// back down: every filter and page against a plain filter of all the keys.
+    #[test]
+    fn a_context_answers_the_same_in_either_form() {
+        let mut ix = ListIndex::default();
+        let mut all: Vec<Placement> = Vec::new();
+        let states = [TaskState::Working, TaskState::Completed, TaskState::InputRequired];
+        let check = |ix: &ListIndex, all: &[Placement]| {
+            for state in [None, Some(TaskState::Working), Some(TaskState::Completed)] {
+                for after in [None, Some(5)] {
+                    let want: Vec<Key> = all
+                        .iter()
+                        .rev()
+                        .filter(|p| p.context.as_ref() == "c" && state.is_none_or(|s| s == p.state))
+                        .filter(|p| after.is_none_or(|a| p.key.0 > a))
+                        .map(|p| p.key.clone())
+                        .collect();
+                    let first = Scan { context: Some("c"), state, after, limit: 3, ..scan("a") };
+                    let (page, count) = ix.scan(&first);
+                    assert_eq!(count, Some(want.len()), "{state:?} {after:?}");
+                    assert_eq!(page, want.iter().take(3).cloned().collect::<Vec<_>>());
+                    if let Some(last) = page.last() {
+                        let next = Scan { below: Some(last.clone()), count: false, ..first };
+                        assert_eq!(ix.scan(&next).0, want.iter().skip(3).take(3).cloned().collect::<Vec<_>>());
+                    }
+                }
+            }
+        };
+        for t in 0..(FEW as i64 + 8) {
+            let p = place("a", if t % 5 == 4 { "other" } else { "c" }, states[t as usize % 3], t, &format!("t{t}"));
+            ix.insert(&p);
+            all.push(p);
+            check(&ix, &all);
+        }
+        while let Some(p) = all.pop() {
+            ix.remove(&p);
+            check(&ix, &all);
+        }
+        assert!(ix.owners.is_empty());
     }
 }

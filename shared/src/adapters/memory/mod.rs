@@ -3,6 +3,7 @@
 //! queue.
 
 mod index;
+mod log;
 mod store;
 
 pub use store::{MemoryLimits, MemoryStore, DEFAULT_IDLE_TTL, DEFAULT_MAX_BYTES, DEFAULT_MAX_TASKS};

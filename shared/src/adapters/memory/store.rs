@@ -23,6 +23,7 @@ use parking_lot::{Mutex, RwLock};
 use serde_json::Value;
 
 use super::index::{Key, ListIndex, Placement, Scan};
+use super::log::{event_size, EventLog};
 use crate::error::{A2aError, ErrorKind, Result};
 use crate::page_token::PageTokens;
 use crate::ports::*;
@@ -63,9 +64,7 @@ impl Default for MemoryLimits {
 
 struct Entry {
     record: TaskRecord,
-    events: Vec<EventRecord>,
-    /// The size of `events`, kept as they are appended.
-    events_bytes: usize,
+    events: EventLog,
     configs: Vec<TaskPushNotificationConfig>,
     /// What this entry counts for in the store's byte total.
     bytes: usize,
@@ -74,7 +73,7 @@ struct Entry {
 
 impl Entry {
     fn size(&self) -> usize {
-        task_size(&self.record.task) + self.events_bytes + self.configs.iter().map(config_size).sum::<usize>()
+        task_size(&self.record.task) + self.events.bytes() + self.configs.iter().map(config_size).sum::<usize>()
     }
 
     /// Evictable: finished, or interrupted and idle past `ttl`.
@@ -316,14 +315,8 @@ impl TaskStore for MemoryStore {
     async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
         self.sweep();
         let id = record.task.id.clone();
-        let entry = Entry {
-            placement: placement(&record),
-            record,
-            events: Vec::new(),
-            events_bytes: 0,
-            configs: Vec::new(),
-            bytes: 0,
-        };
+        let entry =
+            Entry { placement: placement(&record), record, events: EventLog::default(), configs: Vec::new(), bytes: 0 };
         let size = entry.size();
         if self.over(size, 1) {
             self.evict(size, 1);
@@ -390,8 +383,7 @@ impl TaskStore for MemoryStore {
                 next.last_seq += 1;
                 committed.push(EventRecord { seq: next.last_seq, event });
             }
-            entry.events_bytes += committed.iter().map(|e| event_size(&e.event)).sum::<usize>();
-            entry.events.extend(committed.iter().cloned());
+            entry.events.append(&committed, &next.task);
             let (state, version, has_push) = (next.state(), next.version, next.has_push);
             entry.record = next;
             self.settle(&mut entry);
@@ -404,9 +396,7 @@ impl TaskStore for MemoryStore {
             return Ok(Vec::new());
         };
         let entry = entry.lock();
-        // Sequence numbers are dense and start at 1, so `after` is also an index.
-        let start = usize::try_from(after).unwrap_or(usize::MAX).min(entry.events.len());
-        Ok(entry.events[start..].to_vec())
+        Ok(entry.events.after(after, &entry.record.task))
     }
 
     async fn list(&self, query: &TaskQuery) -> Result<TaskPage> {
@@ -502,7 +492,7 @@ fn parts_size(parts: &[Part]) -> usize {
     parts.iter().map(part_size).sum()
 }
 
-fn task_size(t: &Task) -> usize {
+pub(super) fn task_size(t: &Task) -> usize {
     let history: usize = t.history.iter().map(|m| 200 + parts_size(&m.parts) + struct_size(&m.metadata)).sum();
     let artifacts: usize = t
         .artifacts
@@ -511,19 +501,6 @@ fn task_size(t: &Task) -> usize {
         .map(|a| 200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(&a.metadata))
         .sum();
     512 + t.id.len() + t.context_id.len() + history + artifacts + struct_size(&t.metadata)
-}
-
-/// An event shares its part contents with the task (history, artifacts), so only its own structure
-/// counts, except for contents the task no longer holds (an artifact replaced later): small enough
-/// to leave out.
-fn event_size(e: &crate::types::StreamResponse) -> usize {
-    use crate::types::StreamResponse;
-    160 + match e {
-        StreamResponse::ArtifactUpdate(u) => 96 * u.artifact.parts.len(),
-        StreamResponse::StatusUpdate(u) => u.status.message.as_ref().map_or(0, |m| 96 * m.parts.len()),
-        StreamResponse::Message(m) => 96 * m.parts.len(),
-        StreamResponse::Task(t) => task_size(t),
-    }
 }
 
 fn config_size(c: &TaskPushNotificationConfig) -> usize {
