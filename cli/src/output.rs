@@ -288,7 +288,7 @@ impl Live<'_> {
             }
             StreamResponse::StatusUpdate(update) => {
                 self.end_text();
-                let text = update.status.message.as_ref().map(Message::text).unwrap_or_default();
+                let text = update.status.message.as_deref().map(Message::text).unwrap_or_default();
                 println!("{elapsed} {} {text}", out.state(update.status.state));
                 self.state = Some(update.status.state);
             }

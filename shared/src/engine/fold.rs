@@ -80,7 +80,7 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
             if let Some(m) = &message {
                 push_tight(&mut rec.task.history, m.clone());
             }
-            let status = TaskStatus { state: *state, message, timestamp: Some(now) };
+            let status = TaskStatus { state: *state, message: message.map(Box::new), timestamp: Some(now) };
             rec.task.status = status.clone();
             StreamResponse::StatusUpdate(TaskStatusUpdateEvent { task_id, context_id, status, metadata: None })
         }

@@ -161,7 +161,7 @@ impl Relay<'_> {
 
     async fn status(&mut self, status: TaskStatus) -> Result<(), AgentError> {
         let state = status.state;
-        let text = status.message.as_ref().map(Message::text).unwrap_or_default();
+        let text = status.message.as_deref().map(Message::text).unwrap_or_default();
         match state {
             TaskState::Unspecified | TaskState::Submitted => Ok(()),
             TaskState::Failed => Err(failed(if text.is_empty() { "the task failed".to_string() } else { text })),
@@ -171,16 +171,19 @@ impl Relay<'_> {
             TaskState::InputRequired | TaskState::AuthRequired => {
                 self.ended = true;
                 let ids = json!({"taskId": self.upstream_task, "contextId": self.upstream_context});
-                let message = status.message.unwrap_or_else(|| {
-                    let what = if state == TaskState::InputRequired { "input" } else { "authorization" };
-                    Message::agent_text(format!("The agent needs {what} to go on."))
-                });
+                let message = status.message.map_or_else(
+                    || {
+                        let what = if state == TaskState::InputRequired { "input" } else { "authorization" };
+                        Message::agent_text(format!("The agent needs {what} to go on."))
+                    },
+                    |m| *m,
+                );
                 self.events.status(state, Some(host_message(message, Some(ids)))).await?;
                 Ok(())
             }
             _ => {
                 self.ended = state.is_terminal();
-                self.events.status(state, status.message.map(|m| host_message(m, None))).await?;
+                self.events.status(state, status.message.map(|m| host_message(*m, None))).await?;
                 Ok(())
             }
         }

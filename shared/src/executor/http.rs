@@ -309,7 +309,7 @@ fn root_cause(e: &dyn std::error::Error) -> String {
 /// Commits one event the agent sent.
 async fn record(events: &EventSink, event: StreamResponse) -> Result<(), AgentError> {
     let result = match event {
-        StreamResponse::StatusUpdate(u) => events.status(u.status.state, u.status.message).await,
+        StreamResponse::StatusUpdate(u) => events.status(u.status.state, u.status.message.map(|m| *m)).await,
         StreamResponse::ArtifactUpdate(u) => events.artifact(u.artifact, u.append, u.last_chunk).await,
         StreamResponse::Message(m) => events.message(m).await,
         StreamResponse::Task(_) => {

@@ -179,7 +179,9 @@ pub enum PartContent {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Part {
     pub content: PartContent,
-    pub metadata: Option<Struct>,
+    /// Boxed: few parts carry metadata, and a part is copied into the task's history or artifacts
+    /// and into the event that announced it.
+    pub metadata: Option<Box<Struct>>,
     pub filename: String,
     pub media_type: String,
 }
@@ -287,7 +289,7 @@ impl<'de> Deserialize<'de> for Part {
         let content = members.pop().ok_or_else(|| de::Error::custom("empty part"))?;
         Ok(Part {
             content,
-            metadata: w.metadata,
+            metadata: w.metadata.map(Box::new),
             filename: w.filename,
             media_type: w.media_type_camel.unwrap_or(w.media_type),
         })
@@ -395,8 +397,9 @@ impl Artifact {
 pub struct TaskStatus {
     #[serde(default)]
     pub state: TaskState,
+    /// Boxed: most statuses carry none, and a status sits in every task and status event.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub message: Option<Message>,
+    pub message: Option<Box<Message>>,
     #[serde(default, with = "opt_timestamp", skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<DateTime<Utc>>,
 }

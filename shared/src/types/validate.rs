@@ -35,7 +35,7 @@ fn bounded(path: &str, name: &str, value: &str, max: usize) -> Result<()> {
     }
 }
 
-fn bounded_metadata(path: &str, metadata: &Option<Struct>) -> Result<()> {
+fn bounded_metadata(path: &str, metadata: Option<&Struct>) -> Result<()> {
     let Some(m) = metadata else { return Ok(()) };
     let size = serde_json::to_vec(m).map_or(usize::MAX, |v| v.len());
     if size > MAX_METADATA_BYTES {
@@ -64,7 +64,7 @@ impl Validate for Message {
         for (i, r) in self.reference_task_ids.iter().enumerate() {
             bounded(path, &format!("referenceTaskIds[{i}]"), r, MAX_ID_LEN)?;
         }
-        bounded_metadata(path, &self.metadata)?;
+        bounded_metadata(path, self.metadata.as_ref())?;
         if self.role == Role::Unspecified {
             return Err(A2aError::invalid_field(&field(path, "role"), "is required (ROLE_USER or ROLE_AGENT)"));
         }
@@ -83,14 +83,14 @@ impl Validate for Part {
         if let PartContent::Url(u) = &self.content {
             non_empty(path, "url", u)?;
         }
-        bounded_metadata(path, &self.metadata)
+        bounded_metadata(path, self.metadata.as_deref())
     }
 }
 
 impl Validate for SendMessageRequest {
     fn validate(&self, path: &str) -> Result<()> {
         self.message.validate(&field(path, "message"))?;
-        bounded_metadata(path, &self.metadata)?;
+        bounded_metadata(path, self.metadata.as_ref())?;
         if let Some(cfg) = &self.configuration {
             if let Some(h) = cfg.history_length {
                 if h < 0 {

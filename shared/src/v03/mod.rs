@@ -90,7 +90,7 @@ fn opt(s: &str) -> Option<String> {
 
 impl From<&v1::Part> for Part {
     fn from(p: &v1::Part) -> Self {
-        let metadata = p.metadata.clone();
+        let metadata = p.metadata.as_deref().cloned();
         let file = |bytes, uri| Part::File {
             file: FileContent { bytes, uri, mime_type: opt(&p.media_type), name: opt(&p.filename) },
             metadata: metadata.clone(),
@@ -107,8 +107,8 @@ impl From<&v1::Part> for Part {
 impl Part {
     fn into_v1(self, path: &str) -> Result<v1::Part> {
         Ok(match self {
-            Part::Text { text, metadata } => v1::Part { metadata, ..v1::Part::text(text) },
-            Part::Data { data, metadata } => v1::Part { metadata, ..v1::Part::data(data) },
+            Part::Text { text, metadata } => v1::Part { metadata: metadata.map(Box::new), ..v1::Part::text(text) },
+            Part::Data { data, metadata } => v1::Part { metadata: metadata.map(Box::new), ..v1::Part::data(data) },
             Part::File { file, metadata } => {
                 let content = match (file.bytes, file.uri) {
                     (Some(b), None) => PartContent::Raw(
@@ -126,7 +126,7 @@ impl Part {
                 };
                 v1::Part {
                     content,
-                    metadata,
+                    metadata: metadata.map(Box::new),
                     filename: file.name.unwrap_or_default(),
                     media_type: file.mime_type.unwrap_or_default(),
                 }
@@ -236,7 +236,7 @@ impl From<&v1::TaskStatus> for TaskStatus {
     fn from(s: &v1::TaskStatus) -> Self {
         Self {
             state: state_to_wire(s.state).to_string(),
-            message: s.message.as_ref().map(Message::from),
+            message: s.message.as_deref().map(Message::from),
             timestamp: s.timestamp.as_ref().map(v1::serde_helpers::timestamp::format),
         }
     }
@@ -248,7 +248,7 @@ impl TaskStatus {
             state: state_from_wire(&self.state).ok_or_else(|| {
                 A2aError::invalid_field(&format!("{path}.state"), format!("unknown state {:?}", self.state))
             })?,
-            message: self.message.map(|m| m.into_v1(&format!("{path}.message"))).transpose()?,
+            message: self.message.map(|m| m.into_v1(&format!("{path}.message")).map(Box::new)).transpose()?,
             timestamp: self
                 .timestamp
                 .map(|t| v1::serde_helpers::timestamp::parse(&t))

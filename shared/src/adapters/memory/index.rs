@@ -151,9 +151,17 @@ impl ListIndex {
         (self.hasher.hash_one(context), context.clone())
     }
 
-    pub fn insert(&mut self, p: &Placement) {
+    /// Indexes a task. The placement's owner and context then share the index's strings (one copy
+    /// per owner and per context, not per task).
+    pub fn insert(&mut self, p: &mut Placement) {
+        if let Some((owner, _)) = self.owners.get_key_value(&p.owner) {
+            p.owner = owner.clone();
+        }
         let context = self.context_key(&p.context);
         let owner = self.owners.entry(p.owner.clone()).or_default();
+        if let Some(((_, shared), _)) = owner.contexts.get_key_value(&context) {
+            p.context = shared.clone();
+        }
         owner.tasks.insert(p.state, &p.key);
         owner.contexts.entry(context).or_default().insert(p.state, &p.key);
     }
@@ -241,10 +249,10 @@ mod tests {
     #[test]
     fn pages_by_filter_newest_first() {
         let mut ix = ListIndex::default();
-        ix.insert(&place("a", "c1", TaskState::Completed, 1, "t1"));
-        ix.insert(&place("a", "c2", TaskState::Working, 2, "t2"));
-        ix.insert(&place("a", "c1", TaskState::Working, 3, "t3"));
-        ix.insert(&place("b", "c1", TaskState::Working, 4, "t4"));
+        ix.insert(&mut place("a", "c1", TaskState::Completed, 1, "t1"));
+        ix.insert(&mut place("a", "c2", TaskState::Working, 2, "t2"));
+        ix.insert(&mut place("a", "c1", TaskState::Working, 3, "t3"));
+        ix.insert(&mut place("b", "c1", TaskState::Working, 4, "t4"));
         let ids = |(keys, n): (Vec<Key>, Option<usize>)| (keys.iter().map(|k| k.1.to_string()).collect::<Vec<_>>(), n);
         assert_eq!(ids(ix.scan(&scan("a"))), (vec!["t3".into(), "t2".into(), "t1".into()], Some(3)));
         assert_eq!(ids(ix.scan(&Scan { state: Some(TaskState::Working), ..scan("a") })).0, ["t3", "t2"]);
@@ -295,7 +303,8 @@ mod tests {
         };
         for t in 0..(FEW as i64 + 8) {
             let p = place("a", if t % 5 == 4 { "other" } else { "c" }, states[t as usize % 3], t, &format!("t{t}"));
-            ix.insert(&p);
+            let mut p = p;
+            ix.insert(&mut p);
             all.push(p);
             check(&ix, &all);
         }

@@ -7,20 +7,15 @@
 //! and metadata boxed, about 40 bytes plus what it really holds. Part contents stay shared with the
 //! task (see `PartContent`).
 
-use chrono::{DateTime, Utc};
-
 use crate::ports::EventRecord;
 use crate::types::{
-    Artifact, Message, StreamResponse, Struct, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
-    TaskStatusUpdateEvent,
+    Artifact, StreamResponse, Struct, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
 };
 
 #[derive(Debug)]
 enum Kept {
     Status {
-        state: TaskState,
-        timestamp: Option<DateTime<Utc>>,
-        message: Option<Box<Message>>,
+        status: TaskStatus,
         metadata: Option<Box<Struct>>,
     },
     Artifact {
@@ -76,12 +71,9 @@ impl Kept {
     fn new(event: &StreamResponse, task: &Task) -> Self {
         let ours = |task_id: &str, context_id: &str| task_id == task.id && context_id == task.context_id;
         match event {
-            StreamResponse::StatusUpdate(u) if ours(&u.task_id, &u.context_id) => Kept::Status {
-                state: u.status.state,
-                timestamp: u.status.timestamp,
-                message: u.status.message.clone().map(Box::new),
-                metadata: u.metadata.clone().map(Box::new),
-            },
+            StreamResponse::StatusUpdate(u) if ours(&u.task_id, &u.context_id) => {
+                Kept::Status { status: u.status.clone(), metadata: u.metadata.clone().map(Box::new) }
+            }
             StreamResponse::ArtifactUpdate(u) if ours(&u.task_id, &u.context_id) => Kept::Artifact {
                 artifact: Box::new(u.artifact.clone()),
                 append: u.append,
@@ -95,14 +87,12 @@ impl Kept {
     fn event(&self, task: &Task) -> StreamResponse {
         let (task_id, context_id) = (task.id.clone(), task.context_id.clone());
         match self {
-            Kept::Status { state, timestamp, message, metadata } => {
-                StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                    task_id,
-                    context_id,
-                    status: TaskStatus { state: *state, message: message.as_deref().cloned(), timestamp: *timestamp },
-                    metadata: metadata.as_deref().cloned(),
-                })
-            }
+            Kept::Status { status, metadata } => StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id,
+                context_id,
+                status: status.clone(),
+                metadata: metadata.as_deref().cloned(),
+            }),
             Kept::Artifact { artifact, append, last_chunk, metadata } => {
                 StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
                     task_id,
@@ -132,7 +122,8 @@ pub(super) fn event_size(e: &StreamResponse) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::Part;
+    use crate::types::{Message, Part, TaskState};
+    use chrono::Utc;
 
     #[test]
     fn events_come_back_as_they_were_committed() {
@@ -141,7 +132,7 @@ mod tests {
             StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
                 task_id: task.id.clone(),
                 context_id: task.context_id.clone(),
-                status: TaskStatus { state, message, timestamp: Some(Utc::now()) },
+                status: TaskStatus { state, message: message.map(Box::new), timestamp: Some(Utc::now()) },
                 metadata: None,
             })
         };

@@ -112,17 +112,18 @@ impl Placement {
 }
 
 pub struct MemoryStore {
-    tasks: RwLock<HashMap<String, Arc<Mutex<Entry>>>>,
+    /// Keyed by the id string the index holds too (one copy per task).
+    tasks: RwLock<HashMap<Arc<str>, Arc<Mutex<Entry>>>>,
     /// `(owner, messageId)` → the task that message created (see [`MessageClaim`]). Ordered, like
     /// the index: no rehash stalls under churn.
     /// Nested by owner so a lookup borrows its strings instead of building a key.
-    claims: Mutex<BTreeMap<String, BTreeMap<String, String>>>,
+    claims: Mutex<BTreeMap<String, BTreeMap<String, Arc<str>>>>,
     index: Mutex<ListIndex>,
     /// Interrupted tasks (INPUT_REQUIRED / AUTH_REQUIRED) by status time: the idle ones expire from
     /// the front.
     interrupted: Mutex<BTreeSet<Key>>,
     /// Task ids in creation order, for eviction.
-    order: Mutex<VecDeque<String>>,
+    order: Mutex<VecDeque<Arc<str>>>,
     bytes: AtomicUsize,
     limits: MemoryLimits,
     tokens: PageTokens,
@@ -197,7 +198,7 @@ impl MemoryStore {
         if let Some(first) = entry.record.task.history.first() {
             let mut claims = self.claims.lock();
             if let Some(mine) = claims.get_mut(entry.record.owner.as_str()) {
-                if mine.get(&first.message_id).is_some_and(|t| t == task_id) {
+                if mine.get(&first.message_id).is_some_and(|t| t.as_ref() == task_id) {
                     mine.remove(&first.message_id);
                     if mine.is_empty() {
                         claims.remove(entry.record.owner.as_str());
@@ -254,11 +255,11 @@ impl MemoryStore {
 
     /// Re-indexes an entry whose state or status time changed; keeps the byte total current.
     fn settle(&self, entry: &mut Entry) {
-        if let Some(placement) = entry.placement.moved(&entry.record) {
+        if let Some(mut placement) = entry.placement.moved(&entry.record) {
             {
                 let mut index = self.index.lock();
                 index.remove(&entry.placement);
-                index.insert(&placement);
+                index.insert(&mut placement);
             }
             let mut interrupted = self.interrupted.lock();
             if entry.placement.state.is_interrupted() {
@@ -314,9 +315,9 @@ impl MemoryStore {
 impl TaskStore for MemoryStore {
     async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
         self.sweep();
-        let id = record.task.id.clone();
-        let entry =
+        let mut entry =
             Entry { placement: placement(&record), record, events: EventLog::default(), configs: Vec::new(), bytes: 0 };
+        let id = entry.placement.key.1.clone();
         let size = entry.size();
         if self.over(size, 1) {
             self.evict(size, 1);
@@ -327,17 +328,17 @@ impl TaskStore for MemoryStore {
         {
             let mut tasks = self.tasks.write();
             let mut claims = self.claims.lock();
-            if tasks.contains_key(&id) {
+            if tasks.contains_key(id.as_ref()) {
                 return Ok(false);
             }
             if let Some(c) = claim {
                 let held = claims.get(c.owner.as_str()).and_then(|mine| mine.get(&c.message_id));
-                if held != c.replaces.as_ref() {
+                if held.map(|h| h.as_ref()) != c.replaces.as_deref() {
                     return Ok(false);
                 }
                 claims.entry(c.owner.clone()).or_default().insert(c.message_id.clone(), id.clone());
             }
-            self.index.lock().insert(&entry.placement);
+            self.index.lock().insert(&mut entry.placement);
             self.bytes.fetch_add(size, Ordering::Relaxed);
             tasks.insert(id.clone(), Arc::new(Mutex::new(Entry { bytes: size, ..entry })));
         }
@@ -346,7 +347,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn claimed_task(&self, owner: &str, message_id: &str) -> Result<Option<String>> {
-        Ok(self.claims.lock().get(owner).and_then(|mine| mine.get(message_id)).cloned())
+        Ok(self.claims.lock().get(owner).and_then(|mine| mine.get(message_id)).map(|id| id.to_string()))
     }
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {
@@ -472,14 +473,14 @@ fn json_size(v: &Value) -> usize {
     }
 }
 
-fn struct_size(m: &Option<Struct>) -> usize {
-    m.as_ref().map_or(0, |m| m.iter().map(|(k, v)| k.len() + json_size(v)).sum())
+fn struct_size(m: Option<&Struct>) -> usize {
+    m.map_or(0, |m| m.iter().map(|(k, v)| k.len() + json_size(v)).sum())
 }
 
 fn part_size(p: &Part) -> usize {
     96 + p.filename.len()
         + p.media_type.len()
-        + struct_size(&p.metadata)
+        + struct_size(p.metadata.as_deref())
         + match &p.content {
             PartContent::Text(t) => t.len(),
             PartContent::Raw(b) => b.len(),
@@ -493,14 +494,14 @@ fn parts_size(parts: &[Part]) -> usize {
 }
 
 pub(super) fn task_size(t: &Task) -> usize {
-    let history: usize = t.history.iter().map(|m| 200 + parts_size(&m.parts) + struct_size(&m.metadata)).sum();
+    let history: usize = t.history.iter().map(|m| 200 + parts_size(&m.parts) + struct_size(m.metadata.as_ref())).sum();
     let artifacts: usize = t
         .artifacts
         .iter()
         .flatten()
-        .map(|a| 200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(&a.metadata))
+        .map(|a| 200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(a.metadata.as_ref()))
         .sum();
-    512 + t.id.len() + t.context_id.len() + history + artifacts + struct_size(&t.metadata)
+    512 + t.id.len() + t.context_id.len() + history + artifacts + struct_size(t.metadata.as_ref())
 }
 
 fn config_size(c: &TaskPushNotificationConfig) -> usize {
