@@ -49,7 +49,12 @@ struct Envelope<'a, T: Serialize> {
 
 /// `{"jsonrpc": "2.0", "id": id, "result": result}`.
 pub fn result_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
-    serde_json::to_vec(&Envelope { jsonrpc: "2.0", id, result: Some(result), error: None }).unwrap_or_default()
+    // Room for a typical task up front: growing from empty copies the answer three or four times.
+    let mut body = Vec::with_capacity(1024);
+    match serde_json::to_writer(&mut body, &Envelope { jsonrpc: "2.0", id, result: Some(result), error: None }) {
+        Ok(()) => body,
+        Err(_) => Vec::new(),
+    }
 }
 
 /// `{"jsonrpc": "2.0", "id": id, "error": error}`.

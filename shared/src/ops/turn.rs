@@ -51,16 +51,13 @@ pub fn derive_task_id(principal: &str, message_id: &str, replaces: Option<&str>)
 pub fn turn_key(req: &SendMessageRequest) -> TurnKey {
     use std::fmt::Write as _;
     let config = req.configuration.as_ref();
-    let content = serde_json::json!({
-        "tenant": req.tenant,
-        "message": req.message,
-        "push": config.and_then(|c| c.task_push_notification_config.as_ref()),
-        "modes": config.map_or(&[][..], |c| &c.accepted_output_modes[..]),
-        "metadata": req.metadata,
-    });
-    let mut hasher = Canonical(Sha256::new());
-    hasher.value(&content);
-    let digest = hasher.0.finalize();
+    let mut h = Canonical(Sha256::new());
+    h.scalar(&req.tenant);
+    h.message(&req.message);
+    h.scalar(&config.and_then(|c| c.task_push_notification_config.as_ref()));
+    h.scalar(&config.map_or(&[][..], |c| &c.accepted_output_modes[..]));
+    h.map(req.metadata.as_ref());
+    let digest = h.0.finalize();
     let mut fingerprint = String::with_capacity(32);
     for b in &digest[..16] {
         let _ = write!(fingerprint, "{b:02x}");
@@ -68,8 +65,10 @@ pub fn turn_key(req: &SendMessageRequest) -> TurnKey {
     TurnKey { message_id: req.message.message_id.clone(), fingerprint }
 }
 
-/// Feeds JSON with object keys sorted to a digest, so that key order does not make two equal
-/// requests differ.
+/// Feeds a request to a digest as JSON, straight from its types, with the keys of its free-form
+/// maps (metadata, data parts) sorted, so that key order does not make two equal requests differ.
+/// Each item is a complete JSON value (strings quoted, arrays and objects delimited), so no two
+/// different requests feed the same bytes.
 struct Canonical(Sha256);
 
 impl std::io::Write for Canonical {
@@ -84,23 +83,73 @@ impl std::io::Write for Canonical {
 }
 
 impl Canonical {
+    fn message(&mut self, m: &Message) {
+        self.scalar(&m.message_id);
+        self.scalar(&m.context_id);
+        self.scalar(&m.task_id);
+        self.scalar(&m.role);
+        self.0.update(b"[");
+        for part in &m.parts {
+            self.part(part);
+        }
+        self.0.update(b"]");
+        self.map(m.metadata.as_ref());
+        self.scalar(&m.extensions);
+        self.scalar(&m.reference_task_ids);
+    }
+
+    fn part(&mut self, p: &crate::types::Part) {
+        use crate::types::PartContent;
+        match &p.content {
+            PartContent::Text(t) => {
+                self.0.update(b"t");
+                self.scalar(&**t);
+            }
+            PartContent::Raw(b) => {
+                self.0.update(b"r");
+                self.scalar(&b.len());
+                self.0.update(b);
+            }
+            PartContent::Url(u) => {
+                self.0.update(b"u");
+                self.scalar(u);
+            }
+            PartContent::Data(v) => {
+                self.0.update(b"d");
+                self.value(v);
+            }
+        }
+        self.map(p.metadata.as_deref());
+        self.scalar(&p.filename);
+        self.scalar(&p.media_type);
+    }
+
+    fn map(&mut self, map: Option<&crate::types::Struct>) {
+        match map {
+            None => self.0.update(b"null"),
+            Some(map) => self.object(map),
+        }
+    }
+
+    fn object(&mut self, map: &crate::types::Struct) {
+        let mut entries: Vec<_> = map.iter().collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        self.0.update(b"{");
+        for (i, (k, v)) in entries.into_iter().enumerate() {
+            if i > 0 {
+                self.0.update(b",");
+            }
+            self.scalar(k);
+            self.0.update(b":");
+            self.value(v);
+        }
+        self.0.update(b"}");
+    }
+
     fn value(&mut self, value: &serde_json::Value) {
         use serde_json::Value;
         match value {
-            Value::Object(map) => {
-                let mut entries: Vec<_> = map.iter().collect();
-                entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
-                self.0.update(b"{");
-                for (i, (k, v)) in entries.into_iter().enumerate() {
-                    if i > 0 {
-                        self.0.update(b",");
-                    }
-                    self.scalar(k);
-                    self.0.update(b":");
-                    self.value(v);
-                }
-                self.0.update(b"}");
-            }
+            Value::Object(map) => self.object(map),
             Value::Array(items) => {
                 self.0.update(b"[");
                 for (i, item) in items.iter().enumerate() {
@@ -115,8 +164,9 @@ impl Canonical {
         }
     }
 
+    /// A value whose serialization has no free-form map in it.
     fn scalar<T: serde::Serialize + ?Sized>(&mut self, v: &T) {
-        // Writing to a digest cannot fail, and strings and numbers always serialize.
+        // Writing to a digest cannot fail, and these values always serialize.
         let _ = serde_json::to_writer(&mut *self, v);
     }
 }
@@ -268,5 +318,50 @@ mod tests {
         assert_eq!(turn_key(&a), turn_key(&b));
         assert_ne!(turn_key(&a), turn_key(&c));
         assert_eq!(turn_key(&a).message_id, "m");
+    }
+
+    #[test]
+    fn every_part_of_the_content_counts() {
+        let base = serde_json::json!({
+            "tenant": "t",
+            "message": {"messageId": "m", "role": "ROLE_USER", "contextId": "c", "extensions": ["e"],
+                "metadata": {"k": [1, {"x": 2, "y": 3}]},
+                "parts": [{"text": "x", "metadata": {"p": 1}, "filename": "f", "mediaType": "text/plain"},
+                    {"data": {"a": 1, "b": [true]}}, {"url": "https://x"}, {"raw": "AAEC"}]},
+            "configuration": {"acceptedOutputModes": ["text/plain"],
+                "taskPushNotificationConfig": {"url": "https://hook", "token": "tok"}},
+            "metadata": {"z": null}
+        });
+        let key = turn_key(&req(base.clone()));
+        let reordered = serde_json::json!({
+            "tenant": "t",
+            "message": {"messageId": "m", "role": "ROLE_USER", "contextId": "c", "extensions": ["e"],
+                "metadata": {"k": [1, {"y": 3, "x": 2}]},
+                "parts": [{"text": "x", "metadata": {"p": 1}, "filename": "f", "mediaType": "text/plain"},
+                    {"data": {"b": [true], "a": 1}}, {"url": "https://x"}, {"raw": "AAEC"}]},
+            "configuration": {"acceptedOutputModes": ["text/plain"],
+                "taskPushNotificationConfig": {"url": "https://hook", "token": "tok"}},
+            "metadata": {"z": null}
+        });
+        assert_eq!(turn_key(&req(reordered)), key);
+        let changes: [(&str, serde_json::Value); 12] = [
+            ("/tenant", "u".into()),
+            ("/message/contextId", "d".into()),
+            ("/message/extensions/0", "f".into()),
+            ("/message/metadata/k/1/x", 9.into()),
+            ("/message/parts/0/text", "y".into()),
+            ("/message/parts/0/metadata/p", 2.into()),
+            ("/message/parts/0/filename", "g".into()),
+            ("/message/parts/0/mediaType", "text/html".into()),
+            ("/message/parts/1/data/b/0", false.into()),
+            ("/message/parts/3/raw", "AAED".into()),
+            ("/configuration/taskPushNotificationConfig/token", "other".into()),
+            ("/metadata/z", 0.into()),
+        ];
+        for (path, value) in changes {
+            let mut changed = base.clone();
+            *changed.pointer_mut(path).unwrap() = value;
+            assert_ne!(turn_key(&req(changed)), key, "{path}");
+        }
     }
 }

@@ -21,7 +21,9 @@ use crate::ports::*;
 
 /// An in-process broadcast hub: one channel per task while someone listens. The channel goes when
 /// its last subscriber does (a task left waiting for input keeps nothing here) or the task ends.
-/// Slots hold an `Arc`, so a channel costs a few KiB however large the events are.
+/// Slots hold an `Arc`, so a channel costs about 1.5 KiB however large the events are; a blocking
+/// SendMessage opens one per request, so it stays small: a subscriber that falls more than
+/// `capacity` events behind catches up from the store (see `engine::follow`).
 pub struct MemoryHub {
     channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<EventRecord>>>>>,
     capacity: usize,
@@ -29,7 +31,7 @@ pub struct MemoryHub {
 
 impl Default for MemoryHub {
     fn default() -> Self {
-        Self { channels: Arc::default(), capacity: 128 }
+        Self { channels: Arc::default(), capacity: 32 }
     }
 }
 
