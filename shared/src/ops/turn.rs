@@ -93,7 +93,7 @@ impl Canonical {
             self.part(part);
         }
         self.0.update(b"]");
-        self.map(m.metadata.as_ref());
+        self.map(m.metadata.as_deref());
         self.scalar(&m.extensions);
         self.scalar(&m.reference_task_ids);
     }
@@ -237,7 +237,7 @@ async fn new_task(
             status: TaskStatus::new(TaskState::Submitted, now),
             artifacts: None,
             history: vec![first],
-            metadata: metadata.clone(),
+            metadata: metadata.clone().map(Box::new),
         };
         let record = TaskRecord {
             task: task.clone(),

@@ -316,7 +316,7 @@ pub struct Message {
     #[serde(default)]
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Struct>,
+    pub metadata: Option<Box<Struct>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
     #[serde(default, alias = "reference_task_ids", skip_serializing_if = "Vec::is_empty")]
@@ -364,7 +364,7 @@ pub struct Artifact {
     #[serde(default)]
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Struct>,
+    pub metadata: Option<Box<Struct>>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub extensions: Vec<String>,
 }
@@ -424,7 +424,7 @@ pub struct Task {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub history: Vec<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub metadata: Option<Struct>,
+    pub metadata: Option<Box<Struct>>,
 }
 
 /// A change of a task's status, as streamed.

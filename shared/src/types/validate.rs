@@ -64,7 +64,7 @@ impl Validate for Message {
         for (i, r) in self.reference_task_ids.iter().enumerate() {
             bounded(path, &format!("referenceTaskIds[{i}]"), r, MAX_ID_LEN)?;
         }
-        bounded_metadata(path, self.metadata.as_ref())?;
+        bounded_metadata(path, self.metadata.as_deref())?;
         if self.role == Role::Unspecified {
             return Err(A2aError::invalid_field(&field(path, "role"), "is required (ROLE_USER or ROLE_AGENT)"));
         }

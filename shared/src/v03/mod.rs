@@ -185,7 +185,7 @@ impl From<&v1::Message> for Message {
             task_id: opt(&m.task_id),
             role: if m.role == v1::Role::Agent { Role::Agent } else { Role::User },
             parts: m.parts.iter().map(Part::from).collect(),
-            metadata: m.metadata.clone(),
+            metadata: m.metadata.as_deref().cloned(),
             extensions: m.extensions.clone(),
             reference_task_ids: m.reference_task_ids.clone(),
         }
@@ -204,7 +204,7 @@ impl Message {
                 Role::Agent => v1::Role::Agent,
             },
             parts,
-            metadata: self.metadata,
+            metadata: self.metadata.map(Box::new),
             extensions: self.extensions,
             reference_task_ids: self.reference_task_ids,
         })
@@ -281,7 +281,7 @@ impl From<&v1::Artifact> for Artifact {
             name: opt(&a.name),
             description: opt(&a.description),
             parts: a.parts.iter().map(Part::from).collect(),
-            metadata: a.metadata.clone(),
+            metadata: a.metadata.as_deref().cloned(),
             extensions: a.extensions.clone(),
         }
     }
@@ -295,7 +295,7 @@ impl Artifact {
             name: self.name.unwrap_or_default(),
             description: self.description.unwrap_or_default(),
             parts,
-            metadata: self.metadata,
+            metadata: self.metadata.map(Box::new),
             extensions: self.extensions,
         })
     }
@@ -324,7 +324,7 @@ impl From<&v1::Task> for Task {
             status: TaskStatus::from(&t.status),
             artifacts: t.artifacts.as_ref().map(|a| a.iter().map(Artifact::from).collect()),
             history: (!t.history.is_empty()).then(|| t.history.iter().map(Message::from).collect()),
-            metadata: t.metadata.clone(),
+            metadata: t.metadata.as_deref().cloned(),
         }
     }
 }
@@ -346,7 +346,7 @@ impl Task {
                 .enumerate()
                 .map(|(i, m)| m.into_v1(&format!("{path}.history[{i}]")))
                 .collect::<Result<_>>()?,
-            metadata: self.metadata,
+            metadata: self.metadata.map(Box::new),
         })
     }
 }

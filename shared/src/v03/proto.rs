@@ -165,7 +165,7 @@ pub fn task_out(t: &Task) -> Value {
         out.insert("history".into(), t.history.iter().map(message_out).collect());
     }
     if let Some(m) = &t.metadata {
-        out.insert("metadata".into(), Value::Object(m.clone()));
+        out.insert("metadata".into(), Value::Object(Struct::clone(m)));
     }
     Value::Object(out)
 }

@@ -494,14 +494,15 @@ fn parts_size(parts: &[Part]) -> usize {
 }
 
 pub(super) fn task_size(t: &Task) -> usize {
-    let history: usize = t.history.iter().map(|m| 200 + parts_size(&m.parts) + struct_size(m.metadata.as_ref())).sum();
+    let history: usize =
+        t.history.iter().map(|m| 200 + parts_size(&m.parts) + struct_size(m.metadata.as_deref())).sum();
     let artifacts: usize = t
         .artifacts
         .iter()
         .flatten()
-        .map(|a| 200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(a.metadata.as_ref()))
+        .map(|a| 200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(a.metadata.as_deref()))
         .sum();
-    512 + t.id.len() + t.context_id.len() + history + artifacts + struct_size(t.metadata.as_ref())
+    512 + t.id.len() + t.context_id.len() + history + artifacts + struct_size(t.metadata.as_deref())
 }
 
 fn config_size(c: &TaskPushNotificationConfig) -> usize {
