@@ -70,7 +70,11 @@ async fn main() {
         engine: Default::default(),
         limits: Default::default(),
         backend: Default::default(),
-        memory: a2a::adapters::memory::MemoryLimits { max_tasks: tasks + 10_000, ..Default::default() },
+        memory: a2a::adapters::memory::MemoryLimits {
+            // Room for the warm-up and the per-request rounds too: nothing may be evicted while counting.
+            max_tasks: tasks + 20_000,
+            ..Default::default()
+        },
         webhook_allow: Default::default(),
         push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
