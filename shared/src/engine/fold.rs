@@ -31,13 +31,8 @@ pub fn apply_all(rec: &mut TaskRecord, events: &[AgentEvent], now: DateTime<Utc>
     events.iter().map(|e| apply(rec, e, now)).collect()
 }
 
-/// Pushes with room for one more only while the vector is short: most tasks hold one or two
-/// messages and artifacts, and a doubling vector would keep room for four (a retained task pays for
-/// it until evicted). Longer vectors grow as usual (amortized).
 fn push_tight<T>(items: &mut Vec<T>, item: T) {
-    if items.len() == items.capacity() && items.len() < 4 {
-        items.reserve_exact(1);
-    }
+    crate::types::reserve_tight(items, 1);
     items.push(item);
 }
 

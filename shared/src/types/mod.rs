@@ -18,3 +18,13 @@ pub use self::validate::Validate;
 
 /// `google.protobuf.Struct`: a JSON object.
 pub type Struct = serde_json::Map<String, serde_json::Value>;
+
+/// Makes room for `additional` more items, exactly while the vector is short (fewer than 8 items):
+/// most tasks hold a message or two, an artifact, a handful of events, and a doubling vector would
+/// keep room for twice that for as long as the task is held. Longer vectors grow as usual
+/// (amortized).
+pub(crate) fn reserve_tight<T>(items: &mut Vec<T>, additional: usize) {
+    if items.len() < 8 {
+        items.reserve_exact(additional);
+    }
+}

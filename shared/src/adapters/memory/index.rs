@@ -96,9 +96,7 @@ impl ContextSets {
                 if few.get(at).is_some_and(|(k, _)| k == key) {
                     few[at].1 = state;
                 } else {
-                    if few.len() == few.capacity() {
-                        few.reserve_exact(1);
-                    }
+                    crate::types::reserve_tight(few, 1);
                     few.insert(at, (key.clone(), state));
                 }
             }
@@ -302,8 +300,7 @@ mod tests {
             }
         };
         for t in 0..(FEW as i64 + 8) {
-            let p = place("a", if t % 5 == 4 { "other" } else { "c" }, states[t as usize % 3], t, &format!("t{t}"));
-            let mut p = p;
+            let mut p = place("a", if t % 5 == 4 { "other" } else { "c" }, states[t as usize % 3], t, &format!("t{t}"));
             ix.insert(&mut p);
             all.push(p);
             check(&ix, &all);

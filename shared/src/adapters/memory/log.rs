@@ -7,6 +7,7 @@
 //! and metadata boxed, about 40 bytes plus what it really holds. Part contents stay shared with the
 //! task (see `PartContent`).
 
+use super::size::event_size;
 use crate::ports::EventRecord;
 use crate::types::{
     Artifact, StreamResponse, Struct, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
@@ -28,10 +29,6 @@ enum Kept {
     Other(Box<StreamResponse>),
 }
 
-/// Logs up to this long grow one append at a time (most tasks have a handful of events); longer
-/// ones grow as usual (amortized).
-const TIGHT: usize = 8;
-
 #[derive(Debug, Default)]
 pub(super) struct EventLog {
     /// Event `seq` is at index `seq - 1`: sequence numbers are dense and start at 1.
@@ -47,9 +44,7 @@ impl EventLog {
 
     /// Appends the events just committed to `task`.
     pub fn append(&mut self, committed: &[EventRecord], task: &Task) {
-        if self.kept.len() < TIGHT {
-            self.kept.reserve_exact(committed.len());
-        }
+        crate::types::reserve_tight(&mut self.kept, committed.len());
         for record in committed {
             self.bytes += event_size(&record.event);
             self.kept.push(Kept::new(&record.event, task));
@@ -105,17 +100,6 @@ impl Kept {
             }
             Kept::Other(event) => StreamResponse::clone(event),
         }
-    }
-}
-
-/// What an event adds to the store's byte total: its own structure and parts (the part contents
-/// are shared with the task), except a snapshot, which holds a whole task.
-pub(super) fn event_size(e: &StreamResponse) -> usize {
-    64 + match e {
-        StreamResponse::ArtifactUpdate(u) => 96 * u.artifact.parts.len(),
-        StreamResponse::StatusUpdate(u) => u.status.message.as_ref().map_or(0, |m| 96 * m.parts.len()),
-        StreamResponse::Message(m) => 96 * m.parts.len(),
-        StreamResponse::Task(t) => super::store::task_size(t),
     }
 }
 

@@ -20,14 +20,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use parking_lot::{Mutex, RwLock};
-use serde_json::Value;
 
 use super::index::{Key, ListIndex, Placement, Scan};
-use super::log::{event_size, EventLog};
+use super::log::EventLog;
+use super::size::{config_size, event_size, task_size};
 use crate::error::{A2aError, ErrorKind, Result};
 use crate::page_token::PageTokens;
 use crate::ports::*;
-use crate::types::{Part, PartContent, Struct, Task, TaskPushNotificationConfig};
+use crate::types::{Task, TaskPushNotificationConfig};
 
 /// Default cap on tasks held.
 pub const DEFAULT_MAX_TASKS: usize = 100_000;
@@ -458,55 +458,6 @@ impl PushConfigStore for MemoryStore {
         }
         Ok(())
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Sizes: what an entry holds, approximately (content bytes plus a fixed overhead per object).
-// ---------------------------------------------------------------------------------------------
-
-fn json_size(v: &Value) -> usize {
-    16 + match v {
-        Value::String(s) => s.len(),
-        Value::Array(items) => items.iter().map(json_size).sum(),
-        Value::Object(map) => map.iter().map(|(k, v)| k.len() + json_size(v)).sum(),
-        _ => 0,
-    }
-}
-
-fn struct_size(m: Option<&Struct>) -> usize {
-    m.map_or(0, |m| m.iter().map(|(k, v)| k.len() + json_size(v)).sum())
-}
-
-fn part_size(p: &Part) -> usize {
-    96 + p.filename.len()
-        + p.media_type.len()
-        + struct_size(p.metadata.as_deref())
-        + match &p.content {
-            PartContent::Text(t) => t.len(),
-            PartContent::Raw(b) => b.len(),
-            PartContent::Url(u) => u.len(),
-            PartContent::Data(v) => json_size(v),
-        }
-}
-
-fn parts_size(parts: &[Part]) -> usize {
-    parts.iter().map(part_size).sum()
-}
-
-pub(super) fn task_size(t: &Task) -> usize {
-    let history: usize =
-        t.history.iter().map(|m| 200 + parts_size(&m.parts) + struct_size(m.metadata.as_deref())).sum();
-    let artifacts: usize = t
-        .artifacts
-        .iter()
-        .flatten()
-        .map(|a| 200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(a.metadata.as_deref()))
-        .sum();
-    512 + t.id.len() + t.context_id.len() + history + artifacts + struct_size(t.metadata.as_deref())
-}
-
-fn config_size(c: &TaskPushNotificationConfig) -> usize {
-    256 + c.url.len() + c.id.len() + c.token.len() + c.authentication.as_ref().map_or(0, |a| a.credentials.len())
 }
 
 #[cfg(test)]

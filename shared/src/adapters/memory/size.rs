@@ -1,0 +1,62 @@
+//! What the memory store counts for each thing it holds, approximately: content bytes plus a fixed
+//! overhead per object (the store's byte budget is made of these).
+
+use serde_json::Value;
+
+use crate::types::{Part, PartContent, StreamResponse, Struct, Task, TaskPushNotificationConfig};
+
+fn json_size(v: &Value) -> usize {
+    16 + match v {
+        Value::String(s) => s.len(),
+        Value::Array(items) => items.iter().map(json_size).sum(),
+        Value::Object(map) => map.iter().map(|(k, v)| k.len() + json_size(v)).sum(),
+        _ => 0,
+    }
+}
+
+fn struct_size(m: Option<&Struct>) -> usize {
+    m.map_or(0, |m| m.iter().map(|(k, v)| k.len() + json_size(v)).sum())
+}
+
+fn part_size(p: &Part) -> usize {
+    96 + p.filename.len()
+        + p.media_type.len()
+        + struct_size(p.metadata.as_deref())
+        + match &p.content {
+            PartContent::Text(t) => t.len(),
+            PartContent::Raw(b) => b.len(),
+            PartContent::Url(u) => u.len(),
+            PartContent::Data(v) => json_size(v),
+        }
+}
+
+fn parts_size(parts: &[Part]) -> usize {
+    parts.iter().map(part_size).sum()
+}
+
+pub(super) fn task_size(t: &Task) -> usize {
+    let history: usize =
+        t.history.iter().map(|m| 200 + parts_size(&m.parts) + struct_size(m.metadata.as_deref())).sum();
+    let artifacts: usize = t
+        .artifacts
+        .iter()
+        .flatten()
+        .map(|a| 200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(a.metadata.as_deref()))
+        .sum();
+    512 + t.id.len() + t.context_id.len() + history + artifacts + struct_size(t.metadata.as_deref())
+}
+
+pub(super) fn config_size(c: &TaskPushNotificationConfig) -> usize {
+    256 + c.url.len() + c.id.len() + c.token.len() + c.authentication.as_ref().map_or(0, |a| a.credentials.len())
+}
+
+/// What an event adds to the store's byte total: its own structure and parts (the part contents
+/// are shared with the task), except a snapshot, which holds a whole task.
+pub(super) fn event_size(e: &StreamResponse) -> usize {
+    64 + match e {
+        StreamResponse::ArtifactUpdate(u) => 96 * u.artifact.parts.len(),
+        StreamResponse::StatusUpdate(u) => u.status.message.as_ref().map_or(0, |m| 96 * m.parts.len()),
+        StreamResponse::Message(m) => 96 * m.parts.len(),
+        StreamResponse::Task(t) => task_size(t),
+    }
+}
