@@ -107,7 +107,8 @@ pub struct Committed {
 
 /// An update to apply atomically: it mutates the record and returns the events it generated
 /// (the store numbers them). It may run more than once when a concurrent writer wins the race,
-/// so it must be a pure function of the record it is given.
+/// so it must be a pure function of the record it is given. It checks everything before it changes
+/// anything: one that fails leaves the record as it was (the memory store applies it in place).
 pub type Mutation<'a> = &'a (dyn Fn(&mut TaskRecord) -> Result<Vec<StreamResponse>> + Send + Sync);
 
 /// Filters and cursor of ListTasks, already validated.
@@ -144,8 +145,10 @@ pub trait TaskStore: Send + Sync {
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>>;
 
     /// Applies `mutate` atomically (with a version check and bounded retries), appends the events it
-    /// returns to the log with the next sequence numbers, and reports what was committed.
-    async fn update(&self, task_id: &str, mutate: Mutation<'_>) -> Result<Committed>;
+    /// returns to the log with the next sequence numbers, and reports what was committed. `adds`
+    /// bounds what the update adds to the task (in [`crate::types::size`] terms): a store with a
+    /// byte budget makes room for it, or refuses the update, before applying it.
+    async fn update(&self, task_id: &str, adds: usize, mutate: Mutation<'_>) -> Result<Committed>;
 
     /// Events with `seq > after`, in order.
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>>;

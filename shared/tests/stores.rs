@@ -69,7 +69,7 @@ fn record(id: &str, owner: &str, ctx: &str, minutes: i64) -> TaskRecord {
 
 async fn record_events(store: &dyn TaskStore, id: &str, events: Vec<AgentEvent>) -> a2a::Result<Committed> {
     let now = Utc::now();
-    store.update(id, &|r| apply_all(r, &events, now)).await
+    store.update(id, events.iter().map(AgentEvent::size).sum(), &|r| apply_all(r, &events, now)).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -226,7 +226,7 @@ async fn list_pages_through_every_filter() {
             if i % 3 == 0 {
                 let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() + Days::minutes(i);
                 let ev = vec![AgentEvent::Status { state: TaskState::Completed, message: None }];
-                s.tasks.update(&id, &|r| apply_all(r, &ev, at)).await.unwrap();
+                s.tasks.update(&id, 0, &|r| apply_all(r, &ev, at)).await.unwrap();
             }
         }
         s.tasks.create(record("someone-else", "bob", "even", 3), None).await.unwrap();

@@ -26,9 +26,53 @@ pub enum AgentEvent {
     UserTurn(Message, TurnKey),
 }
 
-/// Applies `events` in order and returns the stream events they produce.
+impl AgentEvent {
+    /// What recording the event may add to its task, at most (see [`crate::types::size`]): what a
+    /// store with a byte budget checks before it applies the event.
+    pub fn size(&self) -> usize {
+        use crate::types::size::{artifact_size, message_size, parts_size};
+        match self {
+            AgentEvent::Status { message, .. } => message.as_ref().map_or(0, message_size),
+            AgentEvent::Artifact { artifact, append: true, .. } => parts_size(&artifact.parts),
+            AgentEvent::Artifact { artifact, .. } => artifact_size(artifact),
+            AgentEvent::Message(m) | AgentEvent::UserTurn(m, _) => message_size(m),
+        }
+    }
+}
+
+/// Applies `events` in order and returns the stream events they produce. All of them are checked
+/// before the record changes: when one is refused, the record is as it was (stores apply updates
+/// in place, see [`crate::ports::Mutation`]).
 pub fn apply_all(rec: &mut TaskRecord, events: &[AgentEvent], now: DateTime<Utc>) -> Result<Vec<StreamResponse>> {
-    events.iter().map(|e| apply(rec, e, now)).collect()
+    events.iter().try_fold(rec.state(), |state, e| check(&rec.task.id, state, e))?;
+    Ok(events.iter().map(|e| record(rec, e, now)).collect())
+}
+
+/// Applies one event (checked first: a refused event leaves the record as it was).
+pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Result<StreamResponse> {
+    check(&rec.task.id, rec.state(), event)?;
+    Ok(record(rec, event, now))
+}
+
+/// Whether a task in `state` accepts `event`, and its state after it.
+fn check(task_id: &str, state: TaskState, event: &AgentEvent) -> Result<TaskState> {
+    if state.is_terminal() {
+        return Err(A2aError::unsupported(format!("task {task_id} is already {state} and accepts no further events"))
+            .with("taskId", task_id.to_owned()));
+    }
+    match event {
+        AgentEvent::Status { state: TaskState::Unspecified, .. } => Err(A2aError::new(
+            crate::error::ErrorKind::InvalidAgentResponse,
+            "the agent reported TASK_STATE_UNSPECIFIED",
+        )),
+        AgentEvent::Status { state: next, .. } => Ok(*next),
+        AgentEvent::UserTurn(..) if !state.is_interrupted() => Err(A2aError::unsupported(format!(
+            "task {task_id} is {state}: it accepts a new message only when it waits for input (INPUT_REQUIRED or AUTH_REQUIRED)"
+        ))
+        .with("taskId", task_id.to_owned())),
+        AgentEvent::UserTurn(..) => Ok(TaskState::Submitted),
+        AgentEvent::Artifact { .. } | AgentEvent::Message(_) => Ok(state),
+    }
 }
 
 fn push_tight<T>(items: &mut Vec<T>, item: T) {
@@ -52,25 +96,12 @@ fn stamp(rec: &TaskRecord, mut message: Message, default_role: Role) -> Message 
     message
 }
 
-pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Result<StreamResponse> {
-    let state = rec.state();
-    if state.is_terminal() {
-        return Err(A2aError::unsupported(format!(
-            "task {} is already {} and accepts no further events",
-            rec.task.id, state
-        ))
-        .with("taskId", rec.task.id.clone()));
-    }
+/// Records an event [`check`] accepted.
+fn record(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> StreamResponse {
     let task_id = rec.task.id.clone();
     let context_id = rec.task.context_id.clone();
-    Ok(match event {
+    match event {
         AgentEvent::Status { state, message } => {
-            if *state == TaskState::Unspecified {
-                return Err(A2aError::new(
-                    crate::error::ErrorKind::InvalidAgentResponse,
-                    "the agent reported TASK_STATE_UNSPECIFIED",
-                ));
-            }
             let message = message.clone().map(|m| stamp(rec, m, Role::Agent));
             if let Some(m) = &message {
                 push_tight(&mut rec.task.history, m.clone());
@@ -80,12 +111,6 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
             StreamResponse::StatusUpdate(TaskStatusUpdateEvent { task_id, context_id, status, metadata: None })
         }
         AgentEvent::UserTurn(message, key) => {
-            if !state.is_interrupted() {
-                return Err(A2aError::unsupported(format!(
-                    "task {task_id} is {state}: it accepts a new message only when it waits for input (INPUT_REQUIRED or AUTH_REQUIRED)"
-                ))
-                .with("taskId", task_id));
-            }
             let message = stamp(rec, message.clone(), Role::User);
             push_tight(&mut rec.task.history, message);
             rec.turn = Some(key.clone());
@@ -114,7 +139,7 @@ pub fn apply(rec: &mut TaskRecord, event: &AgentEvent, now: DateTime<Utc>) -> Re
             push_tight(&mut rec.task.history, message.clone());
             StreamResponse::Message(message)
         }
-    })
+    }
 }
 
 #[cfg(test)]
@@ -153,5 +178,26 @@ mod tests {
         apply(&mut rec, &AgentEvent::Status { state: TaskState::Completed, message: None }, now).unwrap();
         let err = apply(&mut rec, &AgentEvent::Status { state: TaskState::Working, message: None }, now).unwrap_err();
         assert_eq!(err.kind, crate::error::ErrorKind::UnsupportedOperation);
+    }
+
+    #[test]
+    fn a_refused_batch_leaves_the_record_as_it_was() {
+        let mut rec = record();
+        rec.task.history.push(Message::user_text("hi"));
+        let before = rec.clone();
+        let now = Utc::now();
+        let chunk =
+            AgentEvent::Artifact { artifact: Artifact::new(vec![Part::text("a")]), append: false, last_chunk: false };
+        let done = AgentEvent::Status { state: TaskState::Completed, message: Some(Message::agent_text("done")) };
+        let after_the_end = AgentEvent::Message(Message::agent_text("late"));
+        let unspecified = AgentEvent::Status { state: TaskState::Unspecified, message: None };
+        let turn = AgentEvent::UserTurn(
+            Message::user_text("more"),
+            TurnKey { message_id: "m".into(), fingerprint: "f".into() },
+        );
+        for batch in [vec![chunk.clone(), done, after_the_end], vec![chunk.clone(), unspecified], vec![chunk, turn]] {
+            assert!(apply_all(&mut rec, &batch, now).is_err(), "{batch:?}");
+            assert_eq!(rec, before, "{batch:?}");
+        }
     }
 }

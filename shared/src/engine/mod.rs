@@ -125,7 +125,8 @@ pub struct Recorder {
 impl Recorder {
     pub async fn record(&self, task_id: &str, events: Vec<AgentEvent>) -> Result<Committed> {
         let now = self.clock.now();
-        let committed = self.store.update(task_id, &|rec| apply_all(rec, &events, now)).await?;
+        let adds = events.iter().map(AgentEvent::size).sum();
+        let committed = self.store.update(task_id, adds, &|rec| apply_all(rec, &events, now)).await?;
         self.fan_out(task_id, &committed).await;
         Ok(committed)
     }

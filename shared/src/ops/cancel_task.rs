@@ -20,7 +20,7 @@ pub async fn cancel_task(engine: &Engine, ctx: &CallContext, req: CancelTaskRequ
     }
     let committed = engine
         .store
-        .update(&req.id, &|r| {
+        .update(&req.id, 0, &|r| {
             if r.state().is_terminal() {
                 return Err(A2aError::not_cancelable(&r.task.id, r.state()));
             }

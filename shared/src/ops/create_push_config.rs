@@ -40,7 +40,7 @@ pub(super) async fn store_push_config(
     // Mark the task first: an event committed after this sees the flag and looks for configs.
     engine
         .store
-        .update(&config.task_id, &|r| {
+        .update(&config.task_id, 0, &|r| {
             r.has_push = true;
             Ok(Vec::new())
         })

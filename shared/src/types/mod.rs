@@ -8,6 +8,7 @@ mod core;
 mod decode;
 mod requests;
 pub mod serde_helpers;
+pub(crate) mod size;
 mod validate;
 
 pub use self::card::*;

@@ -438,14 +438,14 @@ impl TaskStore for DynamoStore {
         Ok(self.load_full(task_id).await?.map(|l| l.record))
     }
 
-    async fn update(&self, task_id: &str, mutate: Mutation<'_>) -> Result<Committed> {
+    async fn update(&self, task_id: &str, _adds: usize, mutate: Mutation<'_>) -> Result<Committed> {
         for attempt in 1..=MAX_UPDATE_ATTEMPTS {
             let Some(Loaded { record, mut artifact_base }) = self.load_full(task_id).await? else {
                 return Err(A2aError::task_not_found(task_id));
             };
             let old_history = record.task.history.len();
             let expected = record.version;
-            let mut next = record.clone();
+            let mut next = record;
             let produced = mutate(&mut next)?;
             next.version = expected + 1;
             let mut events = Vec::with_capacity(produced.len());

@@ -7,8 +7,8 @@
 //! and metadata boxed, about 40 bytes plus what it really holds. Part contents stay shared with the
 //! task (see `PartContent`).
 
-use super::size::event_size;
 use crate::ports::EventRecord;
+use crate::types::size::event_size;
 use crate::types::{
     Artifact, StreamResponse, Struct, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
 };
@@ -40,6 +40,10 @@ pub(super) struct EventLog {
 impl EventLog {
     pub fn bytes(&self) -> usize {
         self.bytes
+    }
+
+    pub fn len(&self) -> usize {
+        self.kept.len()
     }
 
     /// Appends the events just committed to `task`.

@@ -4,7 +4,6 @@
 
 mod index;
 mod log;
-mod size;
 mod store;
 
 pub use store::{MemoryLimits, MemoryStore, DEFAULT_IDLE_TTL, DEFAULT_MAX_BYTES, DEFAULT_MAX_TASKS};

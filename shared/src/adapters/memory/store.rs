@@ -23,10 +23,10 @@ use parking_lot::{Mutex, RwLock};
 
 use super::index::{Key, ListIndex, Placement, Scan};
 use super::log::EventLog;
-use super::size::{config_size, event_size, task_size};
 use crate::error::{A2aError, ErrorKind, Result};
 use crate::page_token::PageTokens;
 use crate::ports::*;
+use crate::types::size::{config_size, task_size};
 use crate::types::{Task, TaskPushNotificationConfig};
 
 /// Default cap on tasks held.
@@ -66,14 +66,53 @@ struct Entry {
     record: TaskRecord,
     events: EventLog,
     configs: Vec<TaskPushNotificationConfig>,
+    /// What the task counts for: counted when created, when it ends and when its log reaches
+    /// `recount_at` events (doubled each time), and in between grown by what each update said it
+    /// may add. So an update costs O(event), not O(task), and the count stays exact where it
+    /// matters: for the finished tasks the store holds until evicted.
+    task_bytes: usize,
+    recount_at: usize,
     /// What this entry counts for in the store's byte total.
     bytes: usize,
     placement: Placement,
 }
 
 impl Entry {
+    fn new(record: TaskRecord) -> Self {
+        Self {
+            placement: placement(&record),
+            task_bytes: task_size(&record.task),
+            recount_at: 1,
+            record,
+            events: EventLog::default(),
+            configs: Vec::new(),
+            bytes: 0,
+        }
+    }
+
     fn size(&self) -> usize {
-        task_size(&self.record.task) + self.events.bytes() + self.configs.iter().map(config_size).sum::<usize>()
+        self.task_bytes + self.events.bytes() + self.configs.iter().map(config_size).sum::<usize>()
+    }
+
+    /// Applies a mutation in place (one that fails leaves the record as it was, see [`Mutation`])
+    /// and logs the events it produced.
+    fn apply(&mut self, adds: usize, mutate: Mutation<'_>) -> Result<Vec<EventRecord>> {
+        let produced = mutate(&mut self.record)?;
+        let record = &mut self.record;
+        record.version += 1;
+        let mut committed = Vec::with_capacity(produced.len());
+        for event in produced {
+            record.last_seq += 1;
+            committed.push(EventRecord { seq: record.last_seq, event });
+        }
+        self.events.append(&committed, &record.task);
+        if record.state().is_terminal() || self.events.len() >= self.recount_at {
+            self.task_bytes = task_size(&record.task);
+            self.recount_at = self.events.len().saturating_mul(2).max(1);
+        } else {
+            self.task_bytes += adds;
+        }
+        Ok(committed)
     }
 
     /// Evictable: finished, or interrupted and idle past `ttl`.
@@ -315,8 +354,7 @@ impl MemoryStore {
 impl TaskStore for MemoryStore {
     async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
         self.sweep();
-        let mut entry =
-            Entry { placement: placement(&record), record, events: EventLog::default(), configs: Vec::new(), bytes: 0 };
+        let mut entry = Entry::new(record);
         let id = entry.placement.key.1.clone();
         let size = entry.size();
         if self.over(size, 1) {
@@ -354,42 +392,24 @@ impl TaskStore for MemoryStore {
         Ok(self.entry(task_id).map(|e| e.lock().record.clone()))
     }
 
-    async fn update(&self, task_id: &str, mutate: Mutation<'_>) -> Result<Committed> {
+    async fn update(&self, task_id: &str, adds: usize, mutate: Mutation<'_>) -> Result<Committed> {
         if self.over(0, 0) {
             self.evict(0, 0);
         }
-        // A large update that does not fit makes room (with the task's own lock released) and is
-        // tried once more; mutations may run more than once.
-        let mut made_room = false;
-        loop {
-            let entry = self.entry(task_id).ok_or_else(|| A2aError::task_not_found(task_id))?;
-            let mut entry = entry.lock();
-            // Mutate a copy so that a failing mutation leaves the task untouched.
-            let mut next = entry.record.clone();
-            let produced = mutate(&mut next)?;
-            let added = task_size(&next.task).saturating_sub(task_size(&entry.record.task))
-                + produced.iter().map(event_size).sum::<usize>();
-            if added > SMALL_EVENT && self.over(added, 0) {
-                if made_room {
-                    return Err(self.exhausted("this update"));
-                }
-                drop(entry);
-                self.evict(added, 0);
-                made_room = true;
-                continue;
+        // A large update that does not fit makes room first (no task's lock held), or is refused.
+        if adds > SMALL_EVENT && self.over(adds, 0) {
+            self.evict(adds, 0);
+            if self.over(adds, 0) {
+                return Err(self.exhausted("this update"));
             }
-            next.version = entry.record.version + 1;
-            let mut committed = Vec::with_capacity(produced.len());
-            for event in produced {
-                next.last_seq += 1;
-                committed.push(EventRecord { seq: next.last_seq, event });
-            }
-            entry.events.append(&committed, &next.task);
-            let (state, version, has_push) = (next.state(), next.version, next.has_push);
-            entry.record = next;
-            self.settle(&mut entry);
-            return Ok(Committed { events: committed, state, version, has_push });
         }
+        let entry = self.entry(task_id).ok_or_else(|| A2aError::task_not_found(task_id))?;
+        let mut entry = entry.lock();
+        let events = entry.apply(adds, mutate)?;
+        let record = &entry.record;
+        let (state, version, has_push) = (record.state(), record.version, record.has_push);
+        self.settle(&mut entry);
+        Ok(Committed { events, state, version, has_push })
     }
 
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>> {
@@ -463,7 +483,8 @@ impl PushConfigStore for MemoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::types::{Message, TaskState};
+    use crate::engine::{apply_all, AgentEvent};
+    use crate::types::{Artifact, Message, Part, TaskState};
 
     fn record(id: &str, state: TaskState) -> TaskRecord {
         TaskRecord::for_test(id, state)
@@ -507,6 +528,55 @@ mod tests {
         }
         assert_eq!(refused.map(|e| e.kind), Some(ErrorKind::ResourceExhausted));
         assert!(store.load("live0").await.unwrap().is_some());
+    }
+
+    /// Records `events` the way the engine does.
+    async fn record_events(store: &MemoryStore, id: &str, events: &[AgentEvent]) -> Result<Committed> {
+        let adds = events.iter().map(AgentEvent::size).sum();
+        store.update(id, adds, &|r| apply_all(r, events, Utc::now())).await
+    }
+
+    #[tokio::test]
+    async fn a_large_update_that_does_not_fit_is_refused_before_it_is_applied() {
+        let store = MemoryStore::new(MemoryLimits { max_bytes: 3 << 20, ..Default::default() });
+        let mut live = record("live", TaskState::Working);
+        live.task.history.push(Message::user_text("x".repeat(2 << 20)));
+        store.create(live, None).await.unwrap();
+        let before = store.load("live").await.unwrap().unwrap();
+        let big = Artifact::new(vec![Part::text("y".repeat(2 << 20))]);
+        let chunk = AgentEvent::Artifact { artifact: big, append: false, last_chunk: true };
+        let err = record_events(&store, "live", &[chunk]).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::ResourceExhausted);
+        assert_eq!(store.load("live").await.unwrap().unwrap(), before, "nothing applied");
+        assert!(store.events_after("live", 0).await.unwrap().is_empty(), "nothing logged");
+        // A small one is always taken.
+        let small = AgentEvent::Status { state: TaskState::Completed, message: None };
+        record_events(&store, "live", &[small]).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_streamed_task_is_counted_exactly_once_it_ends() {
+        let store = MemoryStore::default();
+        store.create(record("t", TaskState::Working), None).await.unwrap();
+        let exact = |store: &MemoryStore| {
+            let entry = store.entry("t").unwrap();
+            let entry = entry.lock();
+            (entry.task_bytes, task_size(&entry.record.task), entry.bytes, entry.size())
+        };
+        let answer = Artifact::new(vec![Part::text("You said:")]);
+        for i in 0..100 {
+            let chunk = Artifact { parts: vec![Part::text(format!(" word{i}"))], ..answer.clone() };
+            record_events(&store, "t", &[AgentEvent::Artifact { artifact: chunk, append: i > 0, last_chunk: false }])
+                .await
+                .unwrap();
+            let (counted, real, bytes, size) = exact(&store);
+            assert!(counted >= real, "an estimate never counts less than the task holds: {counted} < {real}");
+            assert_eq!(bytes, size);
+        }
+        record_events(&store, "t", &[AgentEvent::Status { state: TaskState::Completed, message: None }]).await.unwrap();
+        let (counted, real, bytes, _) = exact(&store);
+        assert_eq!(counted, real);
+        assert_eq!(store.bytes(), bytes, "the store's total is the one task's");
     }
 
     #[tokio::test]

@@ -1,9 +1,10 @@
-//! What the memory store counts for each thing it holds, approximately: content bytes plus a fixed
-//! overhead per object (the store's byte budget is made of these).
+//! What protocol values take in memory, approximately: content bytes plus a fixed overhead per
+//! object. The memory store's byte budget is made of these, and the engine tells the store with them
+//! how much an update may add before the store applies it.
 
 use serde_json::Value;
 
-use crate::types::{Part, PartContent, StreamResponse, Struct, Task, TaskPushNotificationConfig};
+use super::{Artifact, Message, Part, PartContent, StreamResponse, Struct, Task, TaskPushNotificationConfig};
 
 fn json_size(v: &Value) -> usize {
     16 + match v {
@@ -30,29 +31,31 @@ fn part_size(p: &Part) -> usize {
         }
 }
 
-fn parts_size(parts: &[Part]) -> usize {
+pub fn parts_size(parts: &[Part]) -> usize {
     parts.iter().map(part_size).sum()
 }
 
-pub(super) fn task_size(t: &Task) -> usize {
-    let history: usize =
-        t.history.iter().map(|m| 200 + parts_size(&m.parts) + struct_size(m.metadata.as_deref())).sum();
-    let artifacts: usize = t
-        .artifacts
-        .iter()
-        .flatten()
-        .map(|a| 200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(a.metadata.as_deref()))
-        .sum();
+pub fn message_size(m: &Message) -> usize {
+    200 + parts_size(&m.parts) + struct_size(m.metadata.as_deref())
+}
+
+pub fn artifact_size(a: &Artifact) -> usize {
+    200 + a.name.len() + a.description.len() + parts_size(&a.parts) + struct_size(a.metadata.as_deref())
+}
+
+pub fn task_size(t: &Task) -> usize {
+    let history: usize = t.history.iter().map(message_size).sum();
+    let artifacts: usize = t.artifacts.iter().flatten().map(artifact_size).sum();
     512 + t.id.len() + t.context_id.len() + history + artifacts + struct_size(t.metadata.as_deref())
 }
 
-pub(super) fn config_size(c: &TaskPushNotificationConfig) -> usize {
+pub fn config_size(c: &TaskPushNotificationConfig) -> usize {
     256 + c.url.len() + c.id.len() + c.token.len() + c.authentication.as_ref().map_or(0, |a| a.credentials.len())
 }
 
 /// What an event adds to the store's byte total: its own structure and parts (the part contents
 /// are shared with the task), except a snapshot, which holds a whole task.
-pub(super) fn event_size(e: &StreamResponse) -> usize {
+pub fn event_size(e: &StreamResponse) -> usize {
     64 + match e {
         StreamResponse::ArtifactUpdate(u) => 96 * u.artifact.parts.len(),
         StreamResponse::StatusUpdate(u) => u.status.message.as_ref().map_or(0, |m| 96 * m.parts.len()),
