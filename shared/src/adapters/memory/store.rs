@@ -66,14 +66,11 @@ struct Entry {
     record: TaskRecord,
     events: EventLog,
     configs: Vec<TaskPushNotificationConfig>,
-    /// What the task counts for: counted when created, when it ends and when its log reaches
-    /// `recount_at` events (doubled each time), and in between grown by what each update said it
-    /// may add. So an update costs O(event), not O(task), and the count stays exact where it
-    /// matters: for the finished tasks the store holds until evicted.
+    /// What the task counts for: counted when created, when it ends and when its log reaches a
+    /// power of two events, and in between grown by what each update said it may add. So an
+    /// update costs O(event), not O(task), and the count stays exact where it matters: for the
+    /// finished tasks the store holds until evicted.
     task_bytes: usize,
-    recount_at: usize,
-    /// What this entry counts for in the store's byte total.
-    bytes: usize,
     placement: Placement,
 }
 
@@ -82,14 +79,13 @@ impl Entry {
         Self {
             placement: placement(&record),
             task_bytes: task_size(&record.task),
-            recount_at: 1,
             record,
             events: EventLog::default(),
             configs: Vec::new(),
-            bytes: 0,
         }
     }
 
+    /// What this entry counts for in the store's byte total.
     fn size(&self) -> usize {
         self.task_bytes + self.events.bytes() + self.configs.iter().map(config_size).sum::<usize>()
     }
@@ -105,10 +101,11 @@ impl Entry {
             record.last_seq += 1;
             committed.push(EventRecord { seq: record.last_seq, event });
         }
+        let bit_length = |n: usize| usize::BITS - n.leading_zeros();
+        let logged = self.events.len();
         self.events.append(&committed, &record.task);
-        if record.state().is_terminal() || self.events.len() >= self.recount_at {
+        if record.state().is_terminal() || bit_length(self.events.len()) != bit_length(logged) {
             self.task_bytes = task_size(&record.task);
-            self.recount_at = self.events.len().saturating_mul(2).max(1);
         } else {
             self.task_bytes += adds;
         }
@@ -233,7 +230,7 @@ impl MemoryStore {
         if entry.placement.state.is_interrupted() {
             self.interrupted.lock().remove(&entry.placement.key);
         }
-        self.bytes.fetch_sub(entry.bytes, Ordering::Relaxed);
+        self.bytes.fetch_sub(entry.size(), Ordering::Relaxed);
         if let Some(first) = entry.record.task.history.first() {
             let mut claims = self.claims.lock();
             if let Some(mine) = claims.get_mut(entry.record.owner.as_str()) {
@@ -292,8 +289,9 @@ impl MemoryStore {
         }
     }
 
-    /// Re-indexes an entry whose state or status time changed; keeps the byte total current.
-    fn settle(&self, entry: &mut Entry) {
+    /// Re-indexes an entry whose state or status time changed; keeps the byte total current (the
+    /// entry counted for `counted` before the change).
+    fn settle(&self, entry: &mut Entry, counted: usize) {
         if let Some(mut placement) = entry.placement.moved(&entry.record) {
             {
                 let mut index = self.index.lock();
@@ -310,12 +308,11 @@ impl MemoryStore {
             entry.placement = placement;
         }
         let size = entry.size();
-        if size >= entry.bytes {
-            self.bytes.fetch_add(size - entry.bytes, Ordering::Relaxed);
+        if size >= counted {
+            self.bytes.fetch_add(size - counted, Ordering::Relaxed);
         } else {
-            self.bytes.fetch_sub(entry.bytes - size, Ordering::Relaxed);
+            self.bytes.fetch_sub(counted - size, Ordering::Relaxed);
         }
-        entry.bytes = size;
     }
 
     /// A list entry: the record without its history and artifacts (a page never copies contents;
@@ -378,7 +375,7 @@ impl TaskStore for MemoryStore {
             }
             self.index.lock().insert(&mut entry.placement);
             self.bytes.fetch_add(size, Ordering::Relaxed);
-            tasks.insert(id.clone(), Arc::new(Mutex::new(Entry { bytes: size, ..entry })));
+            tasks.insert(id.clone(), Arc::new(Mutex::new(entry)));
         }
         self.order.lock().push_back(id);
         Ok(true)
@@ -405,10 +402,11 @@ impl TaskStore for MemoryStore {
         }
         let entry = self.entry(task_id).ok_or_else(|| A2aError::task_not_found(task_id))?;
         let mut entry = entry.lock();
+        let counted = entry.size();
         let events = entry.apply(adds, mutate)?;
         let record = &entry.record;
         let (state, version, has_push) = (record.state(), record.version, record.has_push);
-        self.settle(&mut entry);
+        self.settle(&mut entry, counted);
         Ok(Committed { events, state, version, has_push })
     }
 
@@ -454,11 +452,12 @@ impl PushConfigStore for MemoryStore {
     async fn put(&self, config: TaskPushNotificationConfig) -> Result<()> {
         let entry = self.entry(&config.task_id).ok_or_else(|| A2aError::task_not_found(&config.task_id))?;
         let mut entry = entry.lock();
+        let counted = entry.size();
         match entry.configs.iter_mut().find(|c| c.id == config.id) {
             Some(existing) => *existing = config,
             None => entry.configs.push(config),
         }
-        self.settle(&mut entry);
+        self.settle(&mut entry, counted);
         Ok(())
     }
 
@@ -473,8 +472,9 @@ impl PushConfigStore for MemoryStore {
     async fn delete(&self, task_id: &str, id: &str) -> Result<()> {
         if let Some(entry) = self.entry(task_id) {
             let mut entry = entry.lock();
+            let counted = entry.size();
             entry.configs.retain(|c| c.id != id);
-            self.settle(&mut entry);
+            self.settle(&mut entry, counted);
         }
         Ok(())
     }
@@ -561,7 +561,7 @@ mod tests {
         let exact = |store: &MemoryStore| {
             let entry = store.entry("t").unwrap();
             let entry = entry.lock();
-            (entry.task_bytes, task_size(&entry.record.task), entry.bytes, entry.size())
+            (entry.task_bytes, task_size(&entry.record.task), entry.size())
         };
         let answer = Artifact::new(vec![Part::text("You said:")]);
         for i in 0..100 {
@@ -569,14 +569,14 @@ mod tests {
             record_events(&store, "t", &[AgentEvent::Artifact { artifact: chunk, append: i > 0, last_chunk: false }])
                 .await
                 .unwrap();
-            let (counted, real, bytes, size) = exact(&store);
+            let (counted, real, size) = exact(&store);
             assert!(counted >= real, "an estimate never counts less than the task holds: {counted} < {real}");
-            assert_eq!(bytes, size);
+            assert_eq!(store.bytes(), size, "the store's total is the one task's");
         }
         record_events(&store, "t", &[AgentEvent::Status { state: TaskState::Completed, message: None }]).await.unwrap();
-        let (counted, real, bytes, _) = exact(&store);
+        let (counted, real, size) = exact(&store);
         assert_eq!(counted, real);
-        assert_eq!(store.bytes(), bytes, "the store's total is the one task's");
+        assert_eq!(store.bytes(), size);
     }
 
     #[tokio::test]
