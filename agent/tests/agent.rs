@@ -2,8 +2,6 @@
 //! sees when it talks to this agent. Edit these with the agent.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
-
 use a2a::card::parse_card_file;
 use a2a::embedded::{start, Embedded, EmbeddedConfig};
 use a2a::executor::AgentChoice;
@@ -11,21 +9,8 @@ use serde_json::{json, Value};
 
 async fn serve() -> Embedded {
     start(EmbeddedConfig {
-        public_url: "http://agent.test".into(),
         card: parse_card_file(agent::CARD).expect("agent/card.json is a valid card"),
-        extended_card: None,
-        executor: agent::executor(AgentChoice::Own).await.unwrap(),
-        auth: Arc::new(a2a::auth::Anonymous),
-        engine: Default::default(),
-        limits: Default::default(),
-        backend: Default::default(),
-        memory: Default::default(),
-        webhook_allow: Default::default(),
-        push_retry: Default::default(),
-        push_timeout: std::time::Duration::from_secs(2),
-        edge: None,
-        grpc_address: None,
-        card_signing: Default::default(),
+        ..EmbeddedConfig::new("http://agent.test", agent::executor(AgentChoice::Own).await.unwrap())
     })
     .await
     .unwrap()

@@ -9,8 +9,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use a2a::auth::Anonymous;
-use a2a::card::default_card;
 use a2a::embedded::{start, Embedded, EmbeddedConfig};
 use a2a::executor::EchoAgent;
 use a2a::http::Body;
@@ -62,25 +60,12 @@ async fn main() {
     };
     let tasks: usize = std::env::args().nth(1).map_or(100_000, |n| n.parse().expect("tasks: a number"));
     let embedded = start(EmbeddedConfig {
-        public_url: "http://127.0.0.1:1".into(),
-        card: default_card(),
-        extended_card: None,
-        executor: Arc::new(EchoAgent),
-        auth: Arc::new(Anonymous),
-        engine: Default::default(),
-        limits: Default::default(),
-        backend: Default::default(),
         memory: a2a::adapters::memory::MemoryLimits {
             // Room for the warm-up and the per-request rounds too: nothing may be evicted while counting.
             max_tasks: tasks + 20_000,
             ..Default::default()
         },
-        webhook_allow: Default::default(),
-        push_retry: Default::default(),
-        push_timeout: Duration::from_secs(2),
-        edge: None,
-        grpc_address: None,
-        card_signing: Default::default(),
+        ..EmbeddedConfig::new("http://127.0.0.1:1", Arc::new(EchoAgent))
     })
     .await
     .unwrap();

@@ -8,8 +8,6 @@ use std::time::Duration;
 
 use a2a::adapters::aws::sqs::PollSettings;
 use a2a::adapters::aws::{AwsSettings, Usage};
-use a2a::auth::Anonymous;
-use a2a::card::default_card;
 use a2a::embedded::{start, AwsOptions, Backend, Embedded, EmbeddedConfig};
 use a2a::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
 use a2a::http::Body;
@@ -71,13 +69,6 @@ fn row(name: &str, u: Usage) {
 async fn main() {
     let table = format!("cost-{}", uuid::Uuid::new_v4().simple());
     let a = start(EmbeddedConfig {
-        public_url: "http://cost.test".into(),
-        card: default_card(),
-        extended_card: None,
-        executor: Arc::new(Agent),
-        auth: Arc::new(Anonymous),
-        engine: Default::default(),
-        limits: Default::default(),
         backend: Backend::Aws(AwsOptions {
             settings: AwsSettings {
                 table_name: table,
@@ -87,14 +78,10 @@ async fn main() {
             create_resources: true,
             poll: PollSettings { wait: Duration::from_secs(1), ..PollSettings::default() },
         }),
-        memory: Default::default(),
         // Trusted by name: the cost run must not depend on DNS.
         webhook_allow: a2a::ssrf::AllowList::parse("hooks.example.com").unwrap(),
-        push_retry: Default::default(),
         push_timeout: Duration::from_secs(5),
-        edge: None,
-        grpc_address: None,
-        card_signing: Default::default(),
+        ..EmbeddedConfig::new("http://cost.test", Arc::new(Agent))
     })
     .await
     .unwrap();

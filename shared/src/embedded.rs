@@ -63,6 +63,32 @@ pub struct EmbeddedConfig {
     pub card_signing: crate::signing::CardSigning,
 }
 
+impl EmbeddedConfig {
+    /// An agent at `public_url` running `executor` on the memory backend with every other setting at
+    /// its default: the default card, anonymous callers, the default limits, webhooks to public
+    /// addresses with a 10 s timeout, no edge worker, no gRPC, unsigned cards. Change what differs
+    /// with struct update syntax (`EmbeddedConfig { memory, ..EmbeddedConfig::new(url, executor) }`).
+    pub fn new(public_url: impl Into<String>, executor: Arc<dyn AgentExecutor>) -> Self {
+        Self {
+            public_url: public_url.into(),
+            card: crate::card::default_card(),
+            extended_card: None,
+            executor,
+            auth: Arc::new(crate::auth::Anonymous),
+            engine: EngineConfig::default(),
+            limits: Limits::default(),
+            backend: Backend::default(),
+            memory: MemoryLimits::default(),
+            webhook_allow: AllowList::default(),
+            push_retry: RetryPolicy::default(),
+            push_timeout: Duration::from_secs(10),
+            edge: None,
+            grpc_address: None,
+            card_signing: crate::signing::CardSigning::default(),
+        }
+    }
+}
+
 /// A running embedded agent.
 pub struct Embedded {
     pub service: Arc<Service>,

@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::auth::AuthSettings;
-use a2a::card::default_card;
 use a2a::client::{request, Binding, Client, ClientError, ClientOptions, Credentials};
 use a2a::embedded::{start, EmbeddedConfig};
 use a2a::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
@@ -119,21 +118,12 @@ async fn agent(executor: Arc<dyn AgentExecutor>, api_keys: Option<&str>, binding
     let public_url = format!("http://{}", front.local_addr().unwrap());
     let auth = AuthSettings { api_keys: api_keys.map(String::from), ..Default::default() }.build().unwrap();
     let embedded = start(EmbeddedConfig {
-        public_url,
-        card: default_card(),
-        extended_card: None,
-        executor,
         auth,
-        engine: Default::default(),
         limits: Limits { keep_alive: Duration::from_millis(200), ..Default::default() },
-        backend: Default::default(),
-        memory: Default::default(),
         webhook_allow: a2a::ssrf::AllowList::parse("127.0.0.1/32").unwrap(),
-        push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
-        edge: None,
         grpc_address: Some(grpc_front.local_addr().unwrap().to_string()),
-        card_signing: Default::default(),
+        ..EmbeddedConfig::new(public_url, executor)
     })
     .await
     .unwrap();

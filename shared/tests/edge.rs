@@ -6,16 +6,11 @@
 mod common;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use a2a::adapters::edge_publisher::EdgeSettings;
-use a2a::auth::Anonymous;
-use a2a::card::default_card;
 use a2a::edge::{signature, PublishBatch, PUBLISH_PATH};
 use a2a::embedded::{start, EmbeddedConfig};
 use a2a::executor::ConformanceAgent;
-use a2a::ssrf::AllowList;
-use a2a::webhook::RetryPolicy;
 use bytes::Bytes;
 
 #[tokio::test]
@@ -24,21 +19,12 @@ async fn every_event_is_published_signed_in_order_with_retries() {
     let base = url.trim_end_matches("/hook").to_string();
     let edge = EdgeSettings { max_attempts: 3, ..EdgeSettings::new(&base, "edge-secret") };
     let a = start(EmbeddedConfig {
-        public_url: "http://agent.test".into(),
-        card: default_card(),
-        extended_card: None,
-        executor: Arc::new(ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock))),
-        auth: Arc::new(Anonymous),
-        engine: Default::default(),
-        limits: Default::default(),
-        backend: Default::default(),
         memory: a2a::adapters::memory::MemoryLimits { max_tasks: 100, ..Default::default() },
-        webhook_allow: AllowList::default(),
-        push_retry: RetryPolicy::default(),
-        push_timeout: Duration::from_secs(2),
         edge: Some(edge),
-        grpc_address: None,
-        card_signing: Default::default(),
+        ..EmbeddedConfig::new(
+            "http://agent.test",
+            Arc::new(ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock))),
+        )
     })
     .await
     .unwrap();

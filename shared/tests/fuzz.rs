@@ -7,8 +7,6 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use a2a::auth::Anonymous;
-use a2a::card::default_card;
 use a2a::embedded::{start, Embedded, EmbeddedConfig};
 use a2a::executor::EchoAgent;
 use a2a::http::Body;
@@ -27,21 +25,10 @@ fn world() -> &'static World {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let agent = rt.block_on(async {
             start(EmbeddedConfig {
-                public_url: "http://agent.test".into(),
-                card: default_card(),
-                extended_card: None,
-                executor: Arc::new(EchoAgent),
-                auth: Arc::new(Anonymous),
                 engine: a2a::engine::EngineConfig { blocking_timeout: Duration::from_secs(5), ..Default::default() },
                 limits: a2a::http::Limits { max_body: 64 * 1024, ..Default::default() },
-                backend: Default::default(),
                 memory: a2a::adapters::memory::MemoryLimits { max_tasks: 1000, ..Default::default() },
-                webhook_allow: Default::default(),
-                push_retry: Default::default(),
-                push_timeout: Duration::from_secs(1),
-                edge: None,
-                grpc_address: None,
-                card_signing: Default::default(),
+                ..EmbeddedConfig::new("http://agent.test", Arc::new(EchoAgent))
             })
             .await
             .unwrap()

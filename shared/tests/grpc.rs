@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::auth::AuthSettings;
-use a2a::card::default_card;
 use a2a::embedded::{start, EmbeddedConfig};
 use a2a::executor::{AgentExecutor, ConformanceAgent};
 use a2a::grpc::{codec::Raw, decode, encode};
@@ -34,21 +33,11 @@ async fn serve(api_keys: Option<&str>, executor: Arc<dyn AgentExecutor>, limits:
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let embedded = start(EmbeddedConfig {
-        public_url: "http://127.0.0.1".into(),
-        card: default_card(),
-        extended_card: None,
-        executor,
         auth,
-        engine: Default::default(),
         limits,
-        backend: Default::default(),
-        memory: Default::default(),
-        webhook_allow: Default::default(),
-        push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
-        edge: None,
         grpc_address: Some(addr.to_string()),
-        card_signing: Default::default(),
+        ..EmbeddedConfig::new("http://127.0.0.1", executor)
     })
     .await
     .unwrap();

@@ -7,8 +7,6 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use a2a::auth::Anonymous;
-use a2a::card::default_card;
 use a2a::embedded::{start, Embedded, EmbeddedConfig};
 use a2a::executor::ConformanceAgent;
 use a2a::ssrf::AllowList;
@@ -67,21 +65,11 @@ async fn agent(max_attempts: u32) -> Embedded {
     let mut conformance = ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock));
     conformance.long_task = Duration::from_millis(300);
     start(EmbeddedConfig {
-        public_url: "http://agent.test".into(),
-        card: default_card(),
-        extended_card: None,
-        executor: Arc::new(conformance),
-        auth: Arc::new(Anonymous),
-        engine: Default::default(),
-        limits: Default::default(),
-        backend: Default::default(),
         memory: a2a::adapters::memory::MemoryLimits { max_tasks: 1000, ..Default::default() },
         webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
         push_retry: RetryPolicy { max_attempts, base: Duration::from_millis(100), max_delay: Duration::from_secs(2) },
         push_timeout: Duration::from_secs(2),
-        edge: None,
-        grpc_address: None,
-        card_signing: Default::default(),
+        ..EmbeddedConfig::new("http://agent.test", Arc::new(conformance))
     })
     .await
     .unwrap()

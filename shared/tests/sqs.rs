@@ -11,8 +11,6 @@ use std::time::Duration;
 
 use a2a::adapters::aws::sqs::PollSettings;
 use a2a::adapters::aws::AwsSettings;
-use a2a::auth::Anonymous;
-use a2a::card::default_card;
 use a2a::embedded::{start, AwsOptions, Backend, Embedded, EmbeddedConfig};
 use a2a::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
 use a2a::ports::Job;
@@ -44,13 +42,6 @@ async fn aws_agent_with(
     visibility: Duration,
 ) -> Embedded {
     start(EmbeddedConfig {
-        public_url: "http://agent.test".into(),
-        card: default_card(),
-        extended_card: None,
-        executor,
-        auth: Arc::new(Anonymous),
-        engine: Default::default(),
-        limits: Default::default(),
         backend: Backend::Aws(AwsOptions {
             settings: AwsSettings {
                 table_name: table.into(),
@@ -71,9 +62,7 @@ async fn aws_agent_with(
             max_delay: Duration::from_secs(1),
         },
         push_timeout: Duration::from_secs(2),
-        edge: None,
-        grpc_address: None,
-        card_signing: Default::default(),
+        ..EmbeddedConfig::new("http://agent.test", executor)
     })
     .await
     .unwrap()

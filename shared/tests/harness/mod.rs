@@ -46,10 +46,8 @@ pub async fn agent_with(setup: Setup) -> Agent {
     conformance.long_task = Duration::from_millis(1500);
     let extended = setup.extended.then(|| AgentCard { name: "Extended".into(), ..default_card() });
     let embedded = start(EmbeddedConfig {
-        public_url: "http://agent.test".into(),
         card: setup.card.unwrap_or_else(default_card),
         extended_card: extended,
-        executor: Arc::new(conformance),
         auth,
         engine: EngineConfig {
             blocking_timeout: setup.blocking_timeout.unwrap_or(Duration::from_secs(10)),
@@ -57,14 +55,10 @@ pub async fn agent_with(setup: Setup) -> Agent {
             ..Default::default()
         },
         limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20), keep_alive: Duration::from_millis(200) },
-        backend: Default::default(),
         memory: a2a::adapters::memory::MemoryLimits { max_tasks: 10_000, ..Default::default() },
         webhook_allow: a2a::ssrf::AllowList::parse(setup.webhook_allow.unwrap_or("")).unwrap(),
-        push_retry: Default::default(),
         push_timeout: Duration::from_secs(2),
-        edge: None,
-        grpc_address: None,
-        card_signing: Default::default(),
+        ..EmbeddedConfig::new("http://agent.test", Arc::new(conformance))
     })
     .await
     .unwrap();
