@@ -1,8 +1,10 @@
 //! Server-Sent Events framing: `id:` carries the task's event sequence number so that a client can
 //! resume with `Last-Event-ID`; `: keep-alive` comments keep idle connections open. [`Framing`]
-//! writes protocol events in the shape of each binding (used by the origin and the edge alike).
+//! writes protocol events in the shape of each binding (used by the origin and the edge alike);
+//! [`SseDecoder`] reads a stream back into events (the client, and agents over HTTP that answer
+//! with SSE).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures::stream::BoxStream;
 use serde_json::Value;
 
@@ -108,6 +110,86 @@ pub fn with_keepalive(inner: BoxStream<'static, Bytes>, _every: std::time::Durat
     inner
 }
 
+/// One event of an SSE stream as read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SseFrame {
+    pub id: Option<String>,
+    pub data: String,
+}
+
+/// Why a stream could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SseError {
+    NotUtf8,
+    /// An event grew past the decoder's limit (bytes).
+    TooLarge(usize),
+}
+
+impl std::fmt::Display for SseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SseError::NotUtf8 => write!(f, "is not UTF-8"),
+            SseError::TooLarge(max) => write!(f, "has an event larger than {max} bytes"),
+        }
+    }
+}
+
+/// Cuts an SSE byte stream into events, whatever the chunk boundaries (`data:` lines joined, `id:`
+/// kept, comments and other fields skipped), each at most `max` bytes (memory stays bounded
+/// whatever the peer sends).
+#[derive(Debug)]
+pub struct SseDecoder {
+    buf: BytesMut,
+    data: Option<String>,
+    id: Option<String>,
+    max: usize,
+}
+
+impl SseDecoder {
+    pub fn new(max: usize) -> Self {
+        Self { buf: BytesMut::new(), data: None, id: None, max }
+    }
+
+    /// The events `chunk` completes.
+    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseFrame>, SseError> {
+        self.buf.extend_from_slice(chunk);
+        let mut out = Vec::new();
+        while let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+            let raw = self.buf.split_to(i + 1);
+            let line = std::str::from_utf8(&raw).map_err(|_| SseError::NotUtf8)?;
+            let line = line.trim_end_matches(['\n', '\r']);
+            if line.is_empty() {
+                if let Some(data) = self.data.take() {
+                    out.push(SseFrame { id: self.id.take(), data });
+                }
+                continue;
+            }
+            let (field, value) = line.split_once(':').unwrap_or((line, ""));
+            let value = value.strip_prefix(' ').unwrap_or(value);
+            match field {
+                "data" => {
+                    let data = self.data.get_or_insert_with(String::new);
+                    if !data.is_empty() {
+                        data.push('\n');
+                    }
+                    data.push_str(value);
+                }
+                "id" => self.id = Some(value.to_string()),
+                _ => {} // comments (keep-alives), event, retry
+            }
+        }
+        if self.buf.len() + self.data.as_ref().map_or(0, String::len) > self.max {
+            return Err(SseError::TooLarge(self.max));
+        }
+        Ok(out)
+    }
+
+    /// Whether the stream stopped in the middle of an event.
+    pub fn cut_off(&self) -> bool {
+        !self.buf.iter().all(u8::is_ascii_whitespace) || self.data.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,5 +223,33 @@ mod tests {
         let err = A2aError::task_not_found("t");
         assert!(Framing::Rest.error(&err).starts_with(b"event: error\n"));
         assert!(String::from_utf8_lossy(&Framing::JsonRpc { id: rpc("1"), v03: false }.error(&err)).contains("-32001"));
+    }
+
+    #[test]
+    fn events_arrive_whatever_the_cuts() {
+        let text = ": keep-alive\n\nid: 1\ndata: {\"a\":\ndata: 1}\n\nid: 2\r\nevent: x\r\ndata: b\r\n\r\n";
+        for cut in 1..text.len() {
+            let mut d = SseDecoder::new(1 << 20);
+            let mut frames = d.push(&text.as_bytes()[..cut]).unwrap();
+            frames.extend(d.push(&text.as_bytes()[cut..]).unwrap());
+            assert_eq!(
+                frames,
+                [
+                    SseFrame { id: Some("1".into()), data: "{\"a\":\n1}".into() },
+                    SseFrame { id: Some("2".into()), data: "b".into() }
+                ],
+                "cut at {cut}"
+            );
+            assert!(!d.cut_off());
+        }
+    }
+
+    #[test]
+    fn an_unfinished_or_oversized_event_is_named() {
+        let mut d = SseDecoder::new(16);
+        d.push(b"data: {\"a\"").unwrap();
+        assert!(d.cut_off());
+        assert_eq!(d.push(&[b'x'; 32]).unwrap_err(), SseError::TooLarge(16));
+        assert_eq!(SseDecoder::new(16).push(b"data: \xff\n").unwrap_err(), SseError::NotUtf8);
     }
 }

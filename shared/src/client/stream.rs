@@ -7,13 +7,13 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use bytes::BytesMut;
 use futures::StreamExt;
 use serde_json::{json, Value};
 
 use super::transport::unexpected;
 use super::{Binding, Client, ClientError, ClientResult, Event, EventStream};
 use crate::error::{A2aError, ErrorKind};
+use crate::sse::SseDecoder;
 use crate::types::{GetTaskRequest, SendMessageRequest, StreamResponse};
 
 /// Largest stream event read.
@@ -63,7 +63,7 @@ impl Source {
             return Ok(Self::Grpc(client.grpc_stream(method, params, after).await?));
         }
         let resp = events_of(client, client.send(method, params, after).await?).await?;
-        Ok(Self::Sse { resp, decoder: SseDecoder::default() })
+        Ok(Self::Sse { resp, decoder: SseDecoder::new(MAX_EVENT) })
     }
 
     /// The next events; `None` when the connection ended, broke or went silent.
@@ -75,7 +75,7 @@ impl Source {
         let Ok(Ok(Some(bytes))) = tokio::time::timeout(client.options.timeout, resp.chunk()).await else {
             return Ok(None);
         };
-        let frames = decoder.push(&bytes).map_err(ClientError::InvalidResponse)?;
+        let frames = decoder.push(&bytes).map_err(|e| ClientError::InvalidResponse(format!("the stream {e}")))?;
         frames
             .into_iter()
             .map(|frame| {
@@ -217,80 +217,6 @@ impl State {
                 Err(e @ ClientError::Protocol(_)) => return Err(e),
                 Err(_) => continue, // not reachable yet: try again
             }
-        }
-    }
-}
-
-/// One event of an SSE stream.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SseFrame {
-    pub id: Option<String>,
-    pub data: String,
-}
-
-/// Cuts an SSE byte stream into events, whatever the chunk boundaries (`data:` lines joined, `id:`
-/// kept, comments and other fields skipped), each at most [`MAX_EVENT`] bytes.
-#[derive(Debug, Default)]
-pub struct SseDecoder {
-    buf: BytesMut,
-    data: Option<String>,
-    id: Option<String>,
-}
-
-impl SseDecoder {
-    pub fn push(&mut self, chunk: &[u8]) -> Result<Vec<SseFrame>, String> {
-        self.buf.extend_from_slice(chunk);
-        let mut out = Vec::new();
-        while let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
-            let raw = self.buf.split_to(i + 1);
-            let line = std::str::from_utf8(&raw).map_err(|_| "the stream is not UTF-8".to_string())?;
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if let Some(data) = self.data.take() {
-                    out.push(SseFrame { id: self.id.take(), data });
-                }
-                continue;
-            }
-            let (field, value) = line.split_once(':').unwrap_or((line, ""));
-            let value = value.strip_prefix(' ').unwrap_or(value);
-            match field {
-                "data" => {
-                    let data = self.data.get_or_insert_with(String::new);
-                    if !data.is_empty() {
-                        data.push('\n');
-                    }
-                    data.push_str(value);
-                }
-                "id" => self.id = Some(value.to_string()),
-                _ => {} // comments (keep-alives), event, retry
-            }
-        }
-        if self.buf.len() + self.data.as_ref().map_or(0, String::len) > MAX_EVENT {
-            return Err(format!("a stream event is larger than {MAX_EVENT} bytes"));
-        }
-        Ok(out)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn events_arrive_whatever_the_cuts() {
-        let text = ": keep-alive\n\nid: 1\ndata: {\"a\":\ndata: 1}\n\nid: 2\r\nevent: x\r\ndata: b\r\n\r\n";
-        for cut in 1..text.len() {
-            let mut d = SseDecoder::default();
-            let mut frames = d.push(&text.as_bytes()[..cut]).unwrap();
-            frames.extend(d.push(&text.as_bytes()[cut..]).unwrap());
-            assert_eq!(
-                frames,
-                [
-                    SseFrame { id: Some("1".into()), data: "{\"a\":\n1}".into() },
-                    SseFrame { id: Some("2".into()), data: "b".into() }
-                ],
-                "cut at {cut}"
-            );
         }
     }
 }

@@ -18,6 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::{AgentError, AgentExecutor, EventSink, RequestContext};
+use crate::sse::{SseDecoder, SseError};
 use crate::types::{Message, StreamResponse, Task};
 
 /// The contract version this host speaks (the `contract` member of every request).
@@ -322,9 +323,9 @@ async fn record(events: &EventSink, event: StreamResponse) -> Result<(), AgentEr
 /// Cuts an answer into events as its bytes arrive.
 struct Reader {
     framing: Framing,
+    /// Lines and documents: what is not read yet.
     buf: BytesMut,
-    /// SSE: the data lines of the event being read.
-    data: String,
+    sse: SseDecoder,
     max: usize,
     /// Events read so far (for error messages).
     count: usize,
@@ -332,7 +333,7 @@ struct Reader {
 
 impl Reader {
     fn new(framing: Framing, max: usize) -> Self {
-        Self { framing, buf: BytesMut::new(), data: String::new(), max, count: 0 }
+        Self { framing, buf: BytesMut::new(), sse: SseDecoder::new(max), max, count: 0 }
     }
 
     fn parse(&mut self, text: &str) -> Result<StreamResponse, AgentError> {
@@ -346,45 +347,26 @@ impl Reader {
     }
 
     fn push(&mut self, chunk: &Bytes) -> Result<Vec<StreamResponse>, AgentError> {
+        if self.framing == Framing::Sse {
+            let frames = self.sse.push(chunk).map_err(|e| failed(format!("the agent's answer {e}")))?;
+            // Comments, `event:`, `id:` and `retry:` lines are skipped by the decoder.
+            return frames.iter().filter(|f| !f.data.is_empty()).map(|f| self.parse(&f.data)).collect();
+        }
         self.buf.extend_from_slice(chunk);
+        let too_large = |max| failed(format!("the agent's answer {}", SseError::TooLarge(max)));
         if self.framing == Framing::Document {
-            if self.buf.len() > self.max {
-                return Err(failed(format!("the agent's answer is larger than {} bytes", self.max)));
-            }
-            return Ok(Vec::new());
+            return if self.buf.len() > self.max { Err(too_large(self.max)) } else { Ok(Vec::new()) };
         }
         let mut out = Vec::new();
         while let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
             let line = self.buf.split_to(i + 1);
-            let line = std::str::from_utf8(&line)
-                .map_err(|_| failed("the agent's answer is not UTF-8"))?
-                .trim_end_matches(['\n', '\r'])
-                .to_string();
-            match self.framing {
-                Framing::Lines => {
-                    if !line.trim().is_empty() {
-                        out.push(self.parse(&line)?);
-                    }
-                }
-                Framing::Sse => {
-                    if line.is_empty() {
-                        if !self.data.is_empty() {
-                            let data = std::mem::take(&mut self.data);
-                            out.push(self.parse(&data)?);
-                        }
-                    } else if let Some(d) = line.strip_prefix("data:") {
-                        if !self.data.is_empty() {
-                            self.data.push('\n');
-                        }
-                        self.data.push_str(d.strip_prefix(' ').unwrap_or(d));
-                    }
-                    // `:` comments (keep-alives), `event:`, `id:` and `retry:` lines are skipped.
-                }
-                Framing::Document => {}
+            let line = std::str::from_utf8(&line).map_err(|_| failed("the agent's answer is not UTF-8"))?.trim();
+            if !line.is_empty() {
+                out.push(self.parse(line)?);
             }
         }
-        if self.buf.len() + self.data.len() > self.max {
-            return Err(failed(format!("the agent sent an event larger than {} bytes", self.max)));
+        if self.buf.len() > self.max {
+            return Err(too_large(self.max));
         }
         Ok(out)
     }
@@ -392,7 +374,7 @@ impl Reader {
     /// The answer ended: what is left must be whole.
     fn finish(mut self) -> Result<Vec<StreamResponse>, AgentError> {
         let rest = String::from_utf8_lossy(&self.buf).trim().to_string();
-        match self.framing {
+        let cut_off = match self.framing {
             Framing::Document => {
                 if rest.is_empty() {
                     return Ok(Vec::new());
@@ -403,13 +385,15 @@ impl Reader {
                     Value::Array(items) => items,
                     one => vec![one],
                 };
-                items.into_iter().map(|v| self.parse(&v.to_string())).collect()
+                return items.into_iter().map(|v| self.parse(&v.to_string())).collect();
             }
-            _ if !rest.is_empty() || !self.data.is_empty() => {
-                Err(failed("the agent's answer was cut off in the middle of an event"))
-            }
-            _ => Ok(Vec::new()),
+            Framing::Sse => self.sse.cut_off(),
+            Framing::Lines => !rest.is_empty(),
+        };
+        if cut_off {
+            return Err(failed("the agent's answer was cut off in the middle of an event"));
         }
+        Ok(Vec::new())
     }
 }
 
