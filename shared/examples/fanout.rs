@@ -14,6 +14,7 @@
 
 use std::time::{Duration, Instant};
 
+use a2a::sse::SseDecoder;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -115,29 +116,23 @@ async fn send(http: &reqwest::Client, base: &str, body: Value) -> Result<Value, 
 }
 
 /// Reads one SubscribeToTask stream to its end; counts the events after the first (the task as it
-/// was) and notes when the last one arrived. Counting frames is all it does with them: the
+/// was) and notes when the last one arrived. Decoding frames is all it does with them (no JSON): the
 /// subscribers share the two cores with the server.
 async fn subscribe(http: &reqwest::Client, url: &str, ready: mpsc::Sender<()>) -> Result<(usize, Instant), Error> {
     let mut response = http.post(url).header("A2A-Version", "1.0").send().await?;
     if !response.status().is_success() {
         return Err(format!("SubscribeToTask: {}", response.status()).into());
     }
-    let (mut frames, mut last, mut tail) = (0usize, Instant::now(), Vec::new());
+    let (mut decoder, mut frames, mut last) = (SseDecoder::new(1 << 20), 0usize, Instant::now());
     while let Some(chunk) = response.chunk().await? {
-        tail.extend_from_slice(&chunk);
-        let mut seen = 0;
-        while let Some(end) = tail[seen..].windows(2).position(|w| w == b"\n\n") {
-            let frame = &tail[seen..seen + end];
-            seen += end + 2;
-            if frame.split(|&b| b == b'\n').any(|line| line.starts_with(b"data:")) {
-                frames += 1;
-                last = Instant::now();
-                if frames == 1 {
-                    ready.send(()).await?;
-                }
+        let got = decoder.push(&chunk).map_err(|e| format!("the stream {e}"))?.len();
+        if got > 0 {
+            if frames == 0 {
+                ready.send(()).await?;
             }
+            frames += got;
+            last = Instant::now();
         }
-        tail.drain(..seen);
     }
     Ok((frames.saturating_sub(1), last))
 }
