@@ -92,6 +92,20 @@ pub enum Output {
 }
 
 impl Output {
+    /// About how many bytes the encoded answer takes (contents plus structure; raw bytes as base64),
+    /// known before it is encoded: what it is held against in the answers budget.
+    pub fn size_hint(&self) -> usize {
+        use crate::types::size::{config_size, encoded, message_size, task_size};
+        match self {
+            Self::SendMessage(SendMessageResponse::Task(t)) | Self::Task(t) => encoded(task_size(t)),
+            Self::SendMessage(SendMessageResponse::Message(m)) => encoded(message_size(m)),
+            Self::ListTasks(r) => encoded(r.tasks.iter().map(task_size).sum()),
+            Self::PushConfig(c) => config_size(c),
+            Self::PushConfigs(r) => r.configs.iter().map(config_size).sum(),
+            Self::Card(_) | Self::Empty | Self::Stream(_) => 0,
+        }
+    }
+
     /// The 1.0 result as a JSON value (what the gRPC binding converts to protobuf).
     pub fn into_json(self) -> serde_json::Value {
         serde_json::to_value(&self).unwrap_or(serde_json::Value::Null)

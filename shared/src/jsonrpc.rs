@@ -130,14 +130,19 @@ async fn dispatch(
     let version = version::negotiate(&parts.headers, parts.uri.query())?;
     let ctx = service.call_context(parts, principal, version)?;
     let (output, seq) = call(&service.engine, &ctx, op).await?;
-    let body = match (output, wire) {
-        (Output::Stream(events), wire) => {
-            let framing = Framing::JsonRpc { id, v03: wire == Wire::V03 };
-            return Ok(sse_response(frame_stream(events, framing), service.limits.keep_alive));
-        }
-        (output, Wire::V1) => result_body(&id, &output),
-        (output, Wire::V03) => result_body(&id, &encode_v03(output)),
-    };
+    if let Output::Stream(events) = output {
+        let framing = Framing::JsonRpc { id, v03: wire == Wire::V03 };
+        return Ok(sse_response(frame_stream(events, framing, &service.answers), service.limits.keep_alive));
+    }
+    let estimate = output.size_hint();
+    let body = service
+        .encode_answer(output, estimate, |output| {
+            Ok(match wire {
+                Wire::V1 => result_body(&id, &output),
+                Wire::V03 => result_body(&id, &encode_v03(output)),
+            })
+        })
+        .await?;
     Ok(with_task_seq(json_response(StatusCode::OK, body), seq))
 }
 

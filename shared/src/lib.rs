@@ -19,6 +19,7 @@ pub mod executor;
 #[cfg(feature = "grpc-codec")]
 pub mod grpc;
 pub mod http;
+pub mod inflight;
 pub mod jsonrpc;
 #[cfg(feature = "oidc")]
 pub mod oidc;

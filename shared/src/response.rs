@@ -7,6 +7,7 @@ use futures::stream::BoxStream;
 use http::{header, HeaderValue, Response, StatusCode};
 
 use crate::error::{A2aError, ErrorKind};
+use crate::inflight::{held_bytes, Budget, Held};
 use crate::rpc_id::{error_body, RpcId};
 
 /// A response body: complete, or a stream of SSE bytes.
@@ -57,29 +58,69 @@ pub(crate) fn require_json(headers: &http::HeaderMap) -> crate::error::Result<()
         .with("contentType", got.to_string()))
 }
 
-pub(crate) fn json_response(status: StatusCode, body: Vec<u8>) -> HttpResponse {
+pub(crate) fn json_response(status: StatusCode, body: impl Into<Bytes>) -> HttpResponse {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, HeaderValue::from_static(JSON))
-        .body(Body::Full(Bytes::from(body)))
+        .body(Body::Full(body.into()))
         .unwrap_or_else(|_| internal_response())
 }
 
-/// Frames a stream of protocol events for `framing`, logging server-side failures.
+/// Frames a stream of protocol events for `framing`, logging server-side failures. A large event
+/// is held against the answers budget (`answers`) from before it is encoded until it is written; one
+/// that cannot get its share in time ends the stream with a ResourceExhausted error event.
 pub(crate) fn frame_stream(
     events: crate::ops::ResponseStream,
     framing: crate::sse::Framing,
+    answers: &Budget,
 ) -> BoxStream<'static, Bytes> {
     use futures::StreamExt;
+    let answers = answers.clone();
     events
-        .map(move |item| match item {
-            Ok(item) => framing.event(item.seq, &item.event),
-            Err(e) => {
-                log_error(&e);
-                framing.error(&e)
+        .then(move |item| {
+            let (framing, answers) = (framing.clone(), answers.clone());
+            async move {
+                let item = match item {
+                    Ok(item) => item,
+                    Err(e) => {
+                        log_error(&e);
+                        return (framing.error(&e), true);
+                    }
+                };
+                match hold_event(&answers, &item.event).await {
+                    Ok(None) => (framing.event(item.seq, &item.event), true),
+                    Ok(Some(mut held)) => {
+                        let bytes = framing.event(item.seq, &item.event);
+                        drop(item);
+                        match answers.fit(&mut held, bytes.len()).await {
+                            Ok(()) => (held_bytes(bytes, held), true),
+                            Err(e) => (framing.error(&e), false),
+                        }
+                    }
+                    Err(e) => (framing.error(&e), false),
+                }
             }
         })
+        .scan(true, |open, (bytes, ok)| {
+            // After a refusal the stream ends with its error event.
+            let item = (*open).then_some(bytes);
+            *open = ok;
+            futures::future::ready(item)
+        })
         .boxed()
+}
+
+/// The share of the answers budget a stream event needs before it is encoded (`None`: too small to
+/// count).
+pub(crate) async fn hold_event(
+    answers: &Budget,
+    event: &crate::types::StreamResponse,
+) -> crate::error::Result<Option<Held>> {
+    let estimate = crate::types::size::answer_size(event);
+    if estimate < crate::service::SMALL_ANSWER {
+        return Ok(None);
+    }
+    answers.hold(estimate).await.map(Some)
 }
 
 /// Adds the [`crate::sse::TASK_SEQ_HEADER`] of a task result.

@@ -159,21 +159,29 @@ async fn serve(
     let op = decode_op(parts, body, route, tenant)?;
     let (output, seq) = call(&service.engine, &ctx, op).await?;
     match output {
-        Output::Stream(events) => Ok(sse_response(frame_stream(events, Framing::Rest), service.limits.keep_alive)),
+        Output::Stream(events) => {
+            Ok(sse_response(frame_stream(events, Framing::Rest, &service.answers), service.limits.keep_alive))
+        }
         output => {
-            let value = match output {
-                Output::SendMessage(r) => serde_json::to_vec(&r),
-                Output::Task(t) => serde_json::to_vec(&t),
-                Output::ListTasks(r) => serde_json::to_vec(&r),
-                Output::PushConfig(c) => serde_json::to_vec(&c),
-                Output::PushConfigs(c) => serde_json::to_vec(&c),
-                Output::Card(c) => serde_json::to_vec(&c),
-                Output::Empty | Output::Stream(_) => Ok(b"{}".to_vec()),
-            };
-            let body = value.map_err(|e| A2aError::internal(e.to_string()))?;
+            let estimate = output.size_hint();
+            let body = service.encode_answer(output, estimate, encode).await?;
             Ok(with_task_seq(json_response(StatusCode::OK, body), seq))
         }
     }
+}
+
+/// A result's HTTP+JSON body.
+fn encode(output: Output) -> Result<Vec<u8>> {
+    let value = match output {
+        Output::SendMessage(r) => serde_json::to_vec(&r),
+        Output::Task(t) => serde_json::to_vec(&t),
+        Output::ListTasks(r) => serde_json::to_vec(&r),
+        Output::PushConfig(c) => serde_json::to_vec(&c),
+        Output::PushConfigs(c) => serde_json::to_vec(&c),
+        Output::Card(c) => serde_json::to_vec(&c),
+        Output::Empty | Output::Stream(_) => Ok(b"{}".to_vec()),
+    };
+    value.map_err(|e| A2aError::internal(e.to_string()))
 }
 
 /// Builds the request message from the body (POST) or the query (GET, DELETE), then the path.

@@ -85,10 +85,18 @@ pub async fn handle(
     let ctx = service.call_context(parts, principal, Version::V0_3)?;
     let op = decode_op(parts, &body, &route)?;
     let (output, seq) = call(&service.engine, &ctx, op).await?;
+    if let Output::Stream(events) = output {
+        return Ok(sse_response(frame_stream(events, Framing::Rest03, &service.answers), service.limits.keep_alive));
+    }
+    let estimate = output.size_hint();
+    let bytes = service.encode_answer(output, estimate, encode).await?;
+    Ok(with_task_seq(json_response(StatusCode::OK, bytes), seq))
+}
+
+/// A result's 0.3 HTTP+JSON body.
+fn encode(output: Output) -> Result<Vec<u8>> {
     let body = match output {
-        Output::Stream(events) => {
-            return Ok(sse_response(frame_stream(events, Framing::Rest03), service.limits.keep_alive));
-        }
+        Output::Stream(_) => json!({}),
         Output::SendMessage(SendMessageResponse::Task(t)) => json!({"task": task_out(&t)}),
         Output::SendMessage(SendMessageResponse::Message(m)) => json!({"message": message_out(&m)}),
         Output::Task(t) => task_out(&t),
@@ -102,8 +110,7 @@ pub async fn handle(
         Output::Card(c) => v03::proto::card_out(&c),
         Output::Empty => json!({}),
     };
-    let bytes = serde_json::to_vec(&body).map_err(|e| A2aError::internal(e.to_string()))?;
-    Ok(with_task_seq(json_response(StatusCode::OK, bytes), seq))
+    serde_json::to_vec(&body).map_err(|e| A2aError::internal(e.to_string()))
 }
 
 fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result<Op> {

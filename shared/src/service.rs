@@ -4,9 +4,12 @@
 
 use std::sync::Arc;
 
+use bytes::Bytes;
+
 use crate::auth::Principal;
 use crate::engine::{CallContext, Engine};
 use crate::error::{A2aError, ErrorKind, Result};
+use crate::inflight::{held_bytes, Budget};
 use crate::response::{jsonrpc_error_response, rest_error, HttpResponse};
 use crate::version::{self, Version};
 
@@ -17,11 +20,28 @@ pub struct Limits {
     pub max_body: usize,
     /// Idle time after which an SSE stream gets a `: keep-alive` comment (default 15 s).
     pub keep_alive: std::time::Duration,
+    /// Bytes of encoded answers (results and stream events) held at once, server-wide, until they
+    /// are written (default 256 MiB); answers under [`SMALL_ANSWER`] are not counted.
+    pub answer_bytes: usize,
+    /// Longest an answer waits for its share of `answer_bytes` before it is refused (503).
+    pub budget_wait: std::time::Duration,
 }
+
+/// Answers smaller than this are not held against the answers budget (they are bounded by the
+/// connection count times this).
+pub const SMALL_ANSWER: usize = 64 * 1024;
+/// Default longest wait of a request or an answer for its share of a budget before it is refused
+/// (503).
+pub const BUDGET_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Default for Limits {
     fn default() -> Self {
-        Self { max_body: 10 * 1024 * 1024, keep_alive: crate::sse::KEEP_ALIVE_EVERY }
+        Self {
+            max_body: 10 * 1024 * 1024,
+            keep_alive: crate::sse::KEEP_ALIVE_EVERY,
+            answer_bytes: 256 << 20,
+            budget_wait: BUDGET_WAIT,
+        }
     }
 }
 
@@ -33,6 +53,8 @@ pub struct Authenticated(pub Result<Principal>);
 pub struct Service {
     pub engine: Arc<Engine>,
     pub limits: Limits,
+    /// Encoded answers in flight (see [`crate::inflight`]).
+    pub answers: Budget,
 }
 
 /// Which binding a path belongs to, for error shapes.
@@ -52,7 +74,33 @@ pub fn binding_of(path: &str) -> Binding {
 
 impl Service {
     pub fn new(engine: Arc<Engine>, limits: Limits) -> Self {
-        Self { engine, limits }
+        let answers = Budget::new(limits.answer_bytes, limits.budget_wait, "answer bytes");
+        Self { engine, limits, answers }
+    }
+
+    /// Encodes an answer within the answers budget: its share is taken by its estimated size before
+    /// `encode` builds it (the typed answer goes as it is encoded), then fitted to the real size.
+    pub(crate) async fn encode_answer<T, B>(
+        &self,
+        answer: T,
+        estimate: usize,
+        encode: impl FnOnce(T) -> Result<B>,
+    ) -> Result<Bytes>
+    where
+        B: AsRef<[u8]> + Into<Bytes> + Send + 'static,
+    {
+        if estimate < SMALL_ANSWER {
+            let body = encode(answer)?;
+            if body.as_ref().len() < SMALL_ANSWER {
+                return Ok(body.into());
+            }
+            let held = self.answers.hold(body.as_ref().len()).await?;
+            return Ok(held_bytes(body, held));
+        }
+        let mut held = self.answers.hold(estimate).await?;
+        let body = encode(answer)?;
+        self.answers.fit(&mut held, body.as_ref().len()).await?;
+        Ok(held_bytes(body, held))
     }
 
     /// The refusal for a body over the limit, in the shape of the path's binding.

@@ -11,6 +11,7 @@ use a2a::embedded::{start, EmbeddedConfig};
 use a2a::executor::{AgentExecutor, ConformanceAgent};
 use a2a::grpc::{codec::Raw, decode, encode};
 use a2a::http::Limits;
+use a2a::server::{Server, ServerLimits};
 use bytes::Bytes;
 use futures::StreamExt;
 use http::uri::PathAndQuery;
@@ -29,6 +30,17 @@ async fn conformance_server(limits: Limits) -> Channel {
 }
 
 async fn serve(api_keys: Option<&str>, executor: Arc<dyn AgentExecutor>, limits: Limits) -> Channel {
+    let (addr, _) = serve_with(api_keys, executor, limits, ServerLimits::default()).await;
+    Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap()
+}
+
+/// The agent's gRPC listener (and its HTTP one, sharing the server's limits) on 127.0.0.1.
+async fn serve_with(
+    api_keys: Option<&str>,
+    executor: Arc<dyn AgentExecutor>,
+    limits: Limits,
+    server_limits: ServerLimits,
+) -> (std::net::SocketAddr, std::net::SocketAddr) {
     let auth = AuthSettings { api_keys: api_keys.map(String::from), ..Default::default() }.build().unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
@@ -44,9 +56,12 @@ async fn serve(api_keys: Option<&str>, executor: Arc<dyn AgentExecutor>, limits:
     // The card declares the gRPC interface as host:port, after the 1.0 HTTP ones.
     let interfaces = &embedded.engine.card.card.supported_interfaces;
     assert_eq!((interfaces[2].protocol_binding.as_str(), interfaces[2].url.clone()), ("GRPC", addr.to_string()));
-    let service = embedded.service.clone();
-    tokio::spawn(async move { a2a::grpc::serve(listener, service, std::future::pending()).await.unwrap() });
-    Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap()
+    let server = Server::new(embedded.service.clone(), server_limits);
+    let http = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let http_addr = http.local_addr().unwrap();
+    tokio::spawn(server.clone().serve_http(http, std::future::pending()));
+    tokio::spawn(async move { server.serve_grpc(listener, std::future::pending()).await.unwrap() });
+    (addr, http_addr)
 }
 
 /// A ready client, the request message with its metadata, and the method's path.
@@ -272,4 +287,178 @@ async fn a_message_over_the_limit_is_resource_exhausted() {
         &[],
     );
     assert!(fits.await.is_ok());
+}
+
+// The listener's limits, driven by a raw HTTP/2 client (h2) that misbehaves in ways a gRPC library
+// would not.
+
+const SHORT: Duration = Duration::from_millis(500);
+
+fn tight() -> ServerLimits {
+    ServerLimits {
+        max_connections: 64,
+        header_timeout: SHORT,
+        body_timeout: SHORT,
+        write_timeout: SHORT,
+        max_streams: 4,
+        ..ServerLimits::default()
+    }
+}
+
+type H2 = (h2::client::SendRequest<Bytes>, tokio::task::JoinHandle<Result<(), h2::Error>>);
+
+/// An HTTP/2 connection whose receive windows stay at the 64 KiB default unless read.
+async fn h2_connect(addr: std::net::SocketAddr) -> H2 {
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let (client, conn) = h2::client::handshake(tcp).await.unwrap();
+    (client, tokio::spawn(conn))
+}
+
+fn grpc_request(addr: std::net::SocketAddr, method: &str, meta: &[(&str, &str)]) -> http::Request<()> {
+    let mut req = http::Request::builder()
+        .method("POST")
+        .uri(format!("http://{addr}/lf.a2a.v1.A2AService/{method}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers");
+    for (k, v) in meta {
+        req = req.header(*k, *v);
+    }
+    req.body(()).unwrap()
+}
+
+/// A gRPC length-prefixed message.
+fn frame(message: Bytes) -> Bytes {
+    let mut out = vec![0u8];
+    out.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    out.extend_from_slice(&message);
+    Bytes::from(out)
+}
+
+fn grpc_status(headers: &http::HeaderMap) -> Option<String> {
+    headers.get("grpc-status").map(|v| v.to_str().unwrap().to_string())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_caller_is_refused_before_its_message_is_read() {
+    let (addr, _) = serve_with(Some("alice:ka"), Arc::new(a2a::executor::EchoAgent), Limits::default(), tight()).await;
+    let (mut client, _conn) = h2_connect(addr).await;
+    // Headers only: the message (which could be megabytes) is never sent.
+    let (response, _body) = client.send_request(grpc_request(addr, "SendMessage", &[]), false).unwrap();
+    let response = tokio::time::timeout(Duration::from_secs(3), response).await.expect("answered at once").unwrap();
+    assert_eq!(grpc_status(response.headers()).as_deref(), Some("16"), "{response:?}");
+    // UNAUTHENTICATED
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_message_is_cut_at_the_body_deadline() {
+    let (addr, _) = serve_with(None, Arc::new(a2a::executor::EchoAgent), Limits::default(), tight()).await;
+    let (mut client, _conn) = h2_connect(addr).await;
+    let (response, mut body) = client.send_request(grpc_request(addr, "SendMessage", &[]), false).unwrap();
+    body.send_data(Bytes::from_static(&[0, 0, 0, 4, 0, 1]), false).unwrap(); // 1 of 1024 bytes
+    let response = tokio::time::timeout(Duration::from_secs(5), response).await.expect("cut in time").unwrap();
+    let status = match grpc_status(response.headers()) {
+        Some(status) => status, // trailers-only
+        None => grpc_status(&response.into_body().trailers().await.unwrap().unwrap()).unwrap(),
+    };
+    assert_eq!(status, "4"); // DEADLINE_EXCEEDED
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_connection_opens_at_most_max_streams() {
+    let (addr, _) = serve_with(None, Arc::new(a2a::executor::EchoAgent), Limits::default(), tight()).await;
+    let (client, _conn) = h2_connect(addr).await;
+    let mut client = client.ready().await.unwrap();
+    // One whole call first: the server's SETTINGS have arrived after it.
+    let (response, mut body) = client.send_request(grpc_request(addr, "GetTask", &[]), false).unwrap();
+    body.send_data(frame(encode("lf.a2a.v1.GetTaskRequest", json!({"id": "x"})).unwrap()), true).unwrap();
+    let _ = response.await.unwrap();
+    let mut open = Vec::new();
+    // The server's SETTINGS arrive with its first frames; each stream is opened and left waiting.
+    for _ in 0..5 {
+        client = client.ready().await.unwrap();
+        open.push(client.send_request(grpc_request(addr, "GetTask", &[]), false).unwrap().0);
+    }
+    // Each served stream waits for its message until the body deadline, then is answered. The
+    // fifth is not served beside the first four: when they have their answers, it has none yet.
+    let mut fifth = open.pop().unwrap();
+    for response in open {
+        tokio::time::timeout(Duration::from_secs(3), response).await.expect("answered at the deadline").unwrap();
+    }
+    use futures::FutureExt;
+    assert!((&mut fifth).now_or_never().is_none(), "a fifth stream was served beside four on one connection");
+    tokio::time::timeout(Duration::from_secs(3), fifth).await.expect("served once a stream was free").unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_are_closed() {
+    let (addr, _) = serve_with(None, Arc::new(a2a::executor::EchoAgent), Limits::default(), tight()).await;
+    let (_client, conn) = h2_connect(addr).await;
+    let ended = tokio::time::timeout(Duration::from_secs(5), conn).await;
+    assert!(ended.is_ok(), "an idle gRPC connection stayed open");
+    // A socket that never says anything goes too.
+    let mut raw = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut buf = [0u8; 1024];
+    let read = tokio::time::timeout(Duration::from_secs(5), async {
+        use tokio::io::AsyncReadExt;
+        loop {
+            match raw.read(&mut buf).await {
+                Ok(0) | Err(_) => return,
+                Ok(_) => {}
+            }
+        }
+    });
+    assert!(read.await.is_ok(), "a silent socket stayed open");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_listeners_share_one_connection_cap() {
+    let limits = ServerLimits { max_connections: 3, header_timeout: Duration::from_secs(10), ..tight() };
+    let (addr, http_addr) = serve_with(None, Arc::new(a2a::executor::EchoAgent), Limits::default(), limits).await;
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        held.push(h2_connect(addr).await);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await; // accepted
+                                                          // The HTTP port is full too.
+    let mut c = tokio::net::TcpStream::connect(http_addr).await.unwrap();
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    c.write_all(b"GET /.well-known/agent-card.json HTTP/1.1\r\nHost: x\r\n\r\n").await.unwrap();
+    let mut text = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(3), c.read_to_end(&mut text)).await;
+    assert!(String::from_utf8_lossy(&text).starts_with("HTTP/1.1 503"), "{}", String::from_utf8_lossy(&text));
+    // A fourth gRPC connection is closed without being served.
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let refused = tokio::time::timeout(Duration::from_secs(3), h2::client::handshake(tcp)).await.unwrap();
+    let served = match refused {
+        Err(_) => false,
+        Ok((client, conn)) => {
+            let conn = tokio::spawn(conn);
+            let ok =
+                client.ready().await.is_ok() && tokio::time::timeout(Duration::from_millis(300), conn).await.is_err();
+            ok
+        }
+    };
+    assert!(!served, "a connection past the cap was served");
+    drop(held);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_does_not_read_its_answer_is_dropped() {
+    let limits = Limits { max_body: 8 << 20, ..Limits::default() };
+    let (addr, _) = serve_with(None, Arc::new(a2a::executor::EchoAgent), limits, tight()).await;
+    let channel = Channel::from_shared(format!("http://{addr}")).unwrap().connect().await.unwrap();
+    let big =
+        unary(&channel, "SendMessage", "SendMessageRequest", "SendMessageResponse", message(&"z".repeat(1 << 20)), &[])
+            .await
+            .unwrap();
+    let id = big["task"]["id"].as_str().unwrap().to_string();
+    for method in ["GetTask", "SubscribeToTask"] {
+        let (mut client, conn) = h2_connect(addr).await;
+        let request = encode(&format!("lf.a2a.v1.{method}Request"), json!({"id": id})).unwrap();
+        let (response, mut body) = client.send_request(grpc_request(addr, method, &[]), false).unwrap();
+        body.send_data(frame(request), true).unwrap();
+        let _response = response.await.unwrap(); // headers; the 2 MB answer is never read
+        let dropped = tokio::time::timeout(Duration::from_secs(5), conn).await;
+        assert!(dropped.is_ok(), "{method}: a client that does not read was held on to");
+    }
 }

@@ -24,6 +24,7 @@ fn limits() -> ServerLimits {
         body_timeout: SHORT,
         write_timeout: SHORT,
         grace: Duration::from_secs(3),
+        ..ServerLimits::default()
     }
 }
 
@@ -236,4 +237,121 @@ async fn open_streams_end_cleanly_at_shutdown() {
     assert!(text.contains("transfer-encoding: chunked"), "{text}");
     assert!(text.ends_with("0\r\n\r\n"), "the stream ended with its final chunk: {text:?}");
     let _ = tokio::time::timeout(Duration::from_secs(5), &mut s.done).await;
+}
+
+#[tokio::test]
+async fn a_declared_length_over_the_limit_is_refused_at_once() {
+    let s = server().await;
+    let mut c = s.connect().await;
+    // The harness allows 1 MiB; the body is never sent. The answer is 413, not a 408 after the
+    // body deadline.
+    let head = "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1048577\r\n\r\n";
+    c.write_all(head.as_bytes()).await.unwrap();
+    let (text, closed) = read_all(&mut c, Duration::from_secs(5)).await;
+    assert!(text.starts_with("HTTP/1.1 413"), "{text}");
+    assert!(closed, "the unread body leaves the connection unusable");
+}
+
+#[tokio::test]
+async fn an_http_1_1_request_needs_exactly_one_host() {
+    let s = server().await;
+    for head in [
+        "GET /.well-known/agent-card.json HTTP/1.1\r\n\r\n",
+        "GET /tasks/x HTTP/1.1\r\nA2A-Version: 1.0\r\n\r\n",
+        "GET /tasks/x HTTP/1.1\r\nHost: a\r\nHost: b\r\nA2A-Version: 1.0\r\n\r\n",
+    ] {
+        let mut c = s.connect().await;
+        c.write_all(head.as_bytes()).await.unwrap();
+        let (text, _) = read_all(&mut c, Duration::from_secs(5)).await;
+        assert!(text.starts_with("HTTP/1.1 400"), "{head:?}: {text}");
+        assert!(text.contains("Host"), "{text}");
+    }
+    // HTTP/1.0 may leave it out.
+    let mut c = s.connect().await;
+    c.write_all(b"GET /.well-known/agent-card.json HTTP/1.0\r\n\r\n").await.unwrap();
+    let (text, _) = read_all(&mut c, Duration::from_secs(5)).await;
+    assert!(text.starts_with("HTTP/1.0 200") || text.starts_with("HTTP/1.1 200"), "{text}");
+}
+
+#[tokio::test]
+async fn request_bodies_in_flight_are_bounded_server_wide() {
+    let limits = ServerLimits { request_bytes: 256 * 1024, budget_wait: Duration::from_millis(200), ..limits() };
+    let s = server_with(Setup::default(), limits).await;
+    let head = |len: usize| {
+        format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n\r\n")
+    };
+    // A holds 200 KiB of the 256 KiB while its body trickles in.
+    let mut a = s.connect().await;
+    a.write_all(format!("{}{{", head(200 * 1024)).as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // B does not fit beside it: it waits, then is told to come back.
+    let body =
+        json!({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}, "pad": "p".repeat(150 * 1024)});
+    let body = body.to_string();
+    let mut b = s.connect().await;
+    b.write_all(format!("{}{body}", head(body.len())).as_bytes()).await.unwrap();
+    let (text, _) = read_all(&mut b, Duration::from_secs(5)).await;
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(text.contains("retry-after: 1") && text.contains("request bytes"), "{text}");
+    // A's deadline frees its share: the same request goes through.
+    let (text, _) = read_all(&mut a, Duration::from_secs(5)).await;
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    let mut b = s.connect().await;
+    b.write_all(format!("{}{body}", head(body.len())).as_bytes()).await.unwrap();
+    let (text, _) = read_all(&mut b, Duration::from_secs(2)).await;
+    assert!(text.starts_with("HTTP/1.1 200") && text.contains("TASK_NOT_FOUND"), "{text}");
+}
+
+#[tokio::test]
+async fn answers_in_flight_are_bounded_server_wide() {
+    let setup =
+        Setup { answer_bytes: Some(1 << 20), budget_wait: Some(Duration::from_millis(200)), ..Default::default() };
+    let s = server_with(setup, limits()).await;
+    let v = s.agent.rpc("SendMessage", json!({"message": msg("echo-big-answer", &"x".repeat(300 * 1024))})).await;
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
+    let get = |id: String| {
+        let agent = &s.agent;
+        async move { agent.send("GET", &format!("/tasks/{id}"), &[("A2A-Version", "1.0")], None).await }
+    };
+    // The first answer (about 600 KB) is held until its bytes are dropped (written).
+    let (status, _, first) = get(id.clone()).await;
+    assert_eq!(status, 200);
+    let (status, _, second) = get(id.clone()).await;
+    assert_eq!(status, 503, "{:?}", String::from_utf8_lossy(&second.bytes()));
+    assert!(String::from_utf8_lossy(&second.bytes()).contains("RESOURCE_EXHAUSTED"));
+    drop(first);
+    let (status, _, _) = get(id).await;
+    assert_eq!(status, 200, "the first answer's share came back once it was gone");
+}
+
+#[tokio::test]
+async fn a_list_page_stops_at_its_byte_budget_and_the_next_page_goes_on() {
+    let setup = Setup { list_page_bytes: Some(1 << 20), max_body: Some(2 << 20), ..Default::default() };
+    let s = server_with(setup, limits()).await;
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let v = s
+            .agent
+            .rpc("SendMessage", json!({"message": msg(&format!("echo-page-{i}"), &"y".repeat(300 * 1024))}))
+            .await;
+        ids.push(v["result"]["task"]["id"].as_str().unwrap().to_string());
+    }
+    let mut seen = Vec::new();
+    let mut token = String::new();
+    let mut pages = 0;
+    loop {
+        let page =
+            s.agent.rpc("ListTasks", json!({"pageSize": 100, "includeArtifacts": true, "pageToken": token})).await;
+        let tasks = page["result"]["tasks"].as_array().unwrap();
+        assert!(!tasks.is_empty() && tasks.len() < 5, "a page of {} tasks of 300 KB", tasks.len());
+        seen.extend(tasks.iter().map(|t| t["id"].as_str().unwrap().to_string()));
+        token = page["result"]["nextPageToken"].as_str().unwrap().to_string();
+        pages += 1;
+        if token.is_empty() || pages > 5 {
+            break;
+        }
+    }
+    assert_eq!(pages, 2);
+    ids.reverse(); // newest first
+    assert_eq!(seen, ids, "every task once, in order");
 }

@@ -14,7 +14,7 @@ use a2a::embedded::{start, AwsOptions, Backend, EmbeddedConfig};
 use a2a::engine::EngineConfig;
 use a2a::executor::AgentChoice;
 use a2a::http::Limits;
-use a2a::server::ServerLimits;
+use a2a::server::{Server, ServerLimits};
 use a2a::ssrf::AllowList;
 use a2a::webhook::RetryPolicy;
 use clap::{Parser, ValueEnum};
@@ -112,6 +112,16 @@ struct Args {
     /// Seconds an interrupted task (INPUT_REQUIRED / AUTH_REQUIRED) may sit idle before it expires.
     #[arg(long, env = "A2A_IDLE_TASK_TTL", default_value_t = a2a::adapters::memory::DEFAULT_IDLE_TTL.as_secs())]
     idle_task_ttl: u64,
+    /// Percent of --max-tasks and of --max-bytes one principal's unfinished tasks may hold; past it
+    /// its own oldest interrupted task expires, or its new task is refused.
+    #[arg(long, env = "A2A_PRINCIPAL_SHARE", default_value_t = a2a::adapters::memory::DEFAULT_PRINCIPAL_SHARE,
+          value_parser = clap::value_parser!(u8).range(1..=100))]
+    principal_share: u8,
+    /// Percent of a principal's task share its interrupted tasks may hold; past it its oldest
+    /// interrupted task expires.
+    #[arg(long, env = "A2A_WAITING_SHARE", default_value_t = a2a::adapters::memory::DEFAULT_WAITING_SHARE,
+          value_parser = clap::value_parser!(u8).range(1..=100))]
+    waiting_share: u8,
     /// Private networks webhooks may reach anyway, and host names accepted at registration without
     /// resolving them, as `cidr,name,...` (e.g. 127.0.0.1/32 for local receivers).
     #[arg(long, env = "A2A_WEBHOOK_ALLOW", default_value = "")]
@@ -141,6 +151,20 @@ struct Args {
     /// Seconds a write to a client may wait before the client (not reading) is dropped.
     #[arg(long, env = "A2A_WRITE_TIMEOUT", default_value_t = 30)]
     write_timeout: u64,
+    /// Bytes of request bodies buffered at once, both listeners together; past it a request waits
+    /// up to 10 s for room, then gets a 503.
+    #[arg(long, env = "A2A_MAX_REQUEST_BYTES", default_value_t = a2a::server::DEFAULT_REQUEST_BYTES)]
+    max_request_bytes: usize,
+    /// Bytes of encoded answers (results and stream events of 64 KiB or more) held at once until
+    /// written; past it an answer waits up to 10 s for room, then gets a 503.
+    #[arg(long, env = "A2A_MAX_ANSWER_BYTES", default_value_t = Limits::default().answer_bytes)]
+    max_answer_bytes: usize,
+    /// Bytes after which a ListTasks page stops (with a next page token).
+    #[arg(long, env = "A2A_LIST_PAGE_BYTES", default_value_t = a2a::engine::DEFAULT_LIST_PAGE_BYTES)]
+    list_page_bytes: usize,
+    /// Concurrent streams one gRPC (HTTP/2) connection may open.
+    #[arg(long, env = "A2A_GRPC_MAX_STREAMS", default_value_t = a2a::server::DEFAULT_MAX_STREAMS)]
+    grpc_max_streams: u32,
     #[arg(long, env = "A2A_LOG_FORMAT", value_enum, default_value = "human")]
     log_format: LogFormat,
 }
@@ -265,14 +289,17 @@ fn main() -> Result<(), String> {
             auth,
             engine: EngineConfig {
                 blocking_timeout: Duration::from_secs(args.blocking_timeout),
+                list_page_bytes: args.list_page_bytes.max(1),
                 ..EngineConfig::default()
             },
-            limits: Limits { max_body: args.max_body, ..Limits::default() },
+            limits: Limits { max_body: args.max_body, answer_bytes: args.max_answer_bytes, ..Limits::default() },
             backend,
             memory: MemoryLimits {
                 max_tasks: args.max_tasks,
                 max_bytes: args.max_bytes,
                 idle_ttl: Duration::from_secs(args.idle_task_ttl),
+                principal_share: args.principal_share,
+                waiting_share: args.waiting_share,
             },
             webhook_allow,
             push_retry: RetryPolicy { max_attempts: args.push_max_attempts.max(1), ..RetryPolicy::default() },
@@ -286,25 +313,28 @@ fn main() -> Result<(), String> {
         .await
         .map_err(|e| e.message)?;
         tracing::info!(addr = %bound, agent = ?choice_name, "a2a-local listening");
-        if let Some((listener, addr)) = grpc {
-            let service = embedded.service.clone();
-            tracing::info!(%addr, "gRPC listening");
-            tokio::spawn(async move {
-                if let Err(e) = a2a::grpc::serve(listener, service, a2a::server::shutdown_signal()).await {
-                    tracing::error!("{e}");
-                }
-            });
-        }
         let limits = ServerLimits {
             max_connections: args.max_connections,
             header_timeout: Duration::from_secs(args.header_timeout.max(1)),
             body_timeout: Duration::from_secs(args.body_timeout.max(1)),
             write_timeout: Duration::from_secs(args.write_timeout.max(1)),
             grace: Duration::from_secs(5),
+            request_bytes: args.max_request_bytes,
+            max_streams: args.grpc_max_streams.max(1),
+            ..ServerLimits::default()
         };
-        a2a::server::serve(listener, embedded.service, a2a::server::shutdown_signal(), limits)
-            .await
-            .map_err(|e| e.to_string())
+        // One server for both listeners: one connection cap, one budget of request bytes.
+        let server = Server::new(embedded.service, limits);
+        if let Some((listener, addr)) = grpc {
+            tracing::info!(%addr, "gRPC listening");
+            let server = server.clone();
+            tokio::spawn(async move {
+                if let Err(e) = server.serve_grpc(listener, a2a::server::shutdown_signal()).await {
+                    tracing::error!("{e}");
+                }
+            });
+        }
+        server.serve_http(listener, a2a::server::shutdown_signal()).await.map_err(|e| e.to_string())
     })
 }
 

@@ -29,7 +29,13 @@ pub struct EngineConfig {
     pub cancel_timeout: Duration,
     /// Default number of history messages in returned tasks (`None`: all).
     pub default_history_length: Option<usize>,
+    /// A ListTasks page stops once its tasks hold this many bytes (history and artifacts
+    /// included), with a next page token; a single larger task still makes a page of one.
+    pub list_page_bytes: usize,
 }
+
+/// Default of [`EngineConfig::list_page_bytes`].
+pub const DEFAULT_LIST_PAGE_BYTES: usize = 8 << 20;
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -37,6 +43,7 @@ impl Default for EngineConfig {
             blocking_timeout: Duration::from_secs(60),
             cancel_timeout: Duration::from_secs(5),
             default_history_length: None,
+            list_page_bytes: DEFAULT_LIST_PAGE_BYTES,
         }
     }
 }

@@ -26,5 +26,5 @@ mod server;
 pub mod wire;
 
 #[cfg(feature = "grpc")]
-pub use server::{serve, A2aGrpc};
+pub use server::{routes, serve, A2aGrpc};
 pub use wire::{decode, encode, error_of, status, DESCRIPTORS, FIRST_EVENT_ID, SERVICE_NAME};

@@ -21,6 +21,9 @@ use crate::dispatch::{call, Op, Output};
 use crate::engine::CallContext;
 use crate::error::{A2aError, ErrorKind};
 use crate::http::Service;
+use crate::inflight::held_bytes;
+use crate::response::hold_event;
+use crate::service::Authenticated;
 use crate::version;
 
 /// The A2A service as a tower service for tonic's router.
@@ -55,6 +58,15 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for A2aGrpc {
             let Some(method) = method(&name) else {
                 return Ok(Status::unimplemented(format!("{SERVICE_NAME} has no method {name:?}")).into_http());
             };
+            // Who is calling, before a byte of the message is read: a caller the service refuses
+            // gets its answer without sending (or making the server hold) anything.
+            let (mut parts, body) = req.into_parts();
+            let outcome = service.authenticate(&parts).await;
+            if let Err(e) = outcome {
+                return Ok(status(e).into_http());
+            }
+            parts.extensions.insert(Authenticated(outcome));
+            let req = http::Request::from_parts(parts, body);
             let max_body = service.limits.max_body;
             let mut grpc = Grpc::new(codec::Raw).max_decoding_message_size(max_body);
             let response = if method.is_server_streaming() {
@@ -90,9 +102,10 @@ struct Call {
 impl Call {
     /// Authenticates the caller, reads the request and runs the operation.
     async fn run(self, req: tonic::Request<Bytes>) -> Result<(Output, MethodDescriptor), Status> {
-        let (metadata, _, body) = req.into_parts();
+        let (metadata, extensions, body) = req.into_parts();
         let mut parts = http::Request::new(()).into_parts().0;
         parts.headers = metadata.into_headers();
+        parts.extensions = extensions;
         let principal = self.service.authenticate(&parts).await.map_err(status)?;
         // gRPC is a 1.0 binding: no version metadata means 1.0; any other version is refused.
         let version = match version::negotiate(&parts.headers, None) {
@@ -110,6 +123,12 @@ impl Call {
     }
 }
 
+/// A status the binding made itself (an answer that does not encode) as the protocol's Internal
+/// error.
+fn internal(s: Status) -> A2aError {
+    A2aError::internal(s.message().to_string())
+}
+
 struct Unary(Call);
 
 impl UnaryService<Bytes> for Unary {
@@ -120,8 +139,14 @@ impl UnaryService<Bytes> for Unary {
         let call = self.0.clone();
         let deadline = deadline::of(req.metadata());
         Box::pin(deadline::within(deadline, async move {
+            let service = call.service.clone();
             let (output, method) = call.run(req).await?;
-            Ok(tonic::Response::new(write(&method.output(), output.into_json())?))
+            let estimate = output.size_hint();
+            let answer = service
+                .encode_answer(output, estimate, |output| write(&method.output(), output.into_json()).map_err(internal))
+                .await
+                .map_err(status)?;
+            Ok(tonic::Response::new(answer))
         }))
     }
 }
@@ -137,6 +162,7 @@ impl ServerStreamingService<Bytes> for Streaming {
         let call = self.0.clone();
         let deadline = deadline::of(req.metadata());
         Box::pin(deadline::within(deadline, async move {
+            let answers = call.service.answers.clone();
             let (output, method) = call.run(req).await?;
             let Output::Stream(events) = output else {
                 return Err(Status::internal("the operation did not answer with a stream"));
@@ -149,9 +175,16 @@ impl ServerStreamingService<Bytes> for Streaming {
                 _ => None,
             };
             let output = method.output();
-            let stream = events.map(move |item| {
-                let item = item.map_err(status)?;
-                write(&output, serde_json::to_value(&item.event).unwrap_or(Value::Null))
+            let stream = events.then(move |item| {
+                let (output, answers) = (output.clone(), answers.clone());
+                async move {
+                    let item = item.map_err(status)?;
+                    let held = hold_event(&answers, &item.event).await.map_err(status)?;
+                    let bytes = write(&output, serde_json::to_value(&item.event).unwrap_or(Value::Null))?;
+                    let Some(mut held) = held else { return Ok(bytes) };
+                    answers.fit(&mut held, bytes.len()).await.map_err(status)?;
+                    Ok(held_bytes(bytes, held))
+                }
             });
             let mut response = tonic::Response::new(deadline::bound(deadline, stream.boxed()));
             if let Some(id) = first_id {
@@ -162,25 +195,24 @@ impl ServerStreamingService<Bytes> for Streaming {
     }
 }
 
-/// Serves the A2A service, gRPC health (`grpc.health.v1`) and server reflection on `listener` until
-/// `shutdown` resolves.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    service: Arc<Service>,
-    shutdown: impl std::future::Future<Output = ()> + Send,
-) -> Result<(), String> {
+/// The A2A service, gRPC health (`grpc.health.v1`) and server reflection, routed by service name.
+pub async fn routes(service: Arc<Service>) -> Result<tonic::service::Routes, String> {
     let (health, health_service) = tonic_health::server::health_reporter();
     health.set_serving::<A2aGrpc>().await;
     let reflection = tonic_reflection::server::Builder::configure()
         .register_encoded_file_descriptor_set(DESCRIPTORS)
         .build_v1()
         .map_err(|e| format!("gRPC reflection: {e}"))?;
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
-    tonic::transport::Server::builder()
-        .add_service(A2aGrpc::new(service))
-        .add_service(health_service)
-        .add_service(reflection)
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
-        .map_err(|e| format!("gRPC server: {e}"))
+    Ok(tonic::service::Routes::new(A2aGrpc::new(service)).add_service(health_service).add_service(reflection).prepare())
+}
+
+/// Serves the gRPC binding alone on `listener` until `shutdown` resolves, with the default
+/// server limits (a2a-local serves it beside HTTP from one [`crate::server::Server`], which
+/// shares one connection budget between both).
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    service: Arc<Service>,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> Result<(), String> {
+    crate::server::Server::new(service, crate::server::ServerLimits::default()).serve_grpc(listener, shutdown).await
 }

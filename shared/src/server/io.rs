@@ -1,8 +1,8 @@
 //! The connection wrapper of the embedded server: it fails writes that wait longer than the write
-//! deadline (a client that stopped reading), and it reads along with hyper to find request heads
-//! that carry both `Content-Length` and `Transfer-Encoding` (hyper drops one of the two before the
-//! request reaches us, so the raw head is the only place to see it). Heads are counted in order;
-//! `serve_one` asks whether the n-th request of its connection was such a head.
+//! deadline (a client that stopped reading), and on HTTP/1.1 it reads along with hyper to find
+//! request heads that carry both `Content-Length` and `Transfer-Encoding` (hyper drops one of the
+//! two before the request reaches us, so the raw head is the only place to see it). Heads are
+//! counted in order; `serve_one` asks whether the n-th request of its connection was such a head.
 
 use std::collections::BTreeSet;
 use std::future::Future as _;
@@ -167,14 +167,22 @@ pub struct Guarded<T> {
     inner: T,
     write_timeout: Duration,
     waiting: Option<Pin<Box<tokio::time::Sleep>>>,
-    watch: Watch,
+    /// HTTP/1.1 only (HTTP/2 frames its messages itself).
+    watch: Option<Watch>,
 }
 
 impl<T> Guarded<T> {
+    /// An HTTP/1.1 connection: write deadline and framing watch.
     pub fn new(inner: T, write_timeout: Duration) -> (Self, Arc<Framing>) {
         let framing = Arc::new(Framing::default());
         let watch = Watch { state: State::Head(Vec::new()), heads: 0, framing: framing.clone() };
-        (Self { inner, write_timeout, waiting: None, watch }, framing)
+        (Self { inner, write_timeout, waiting: None, watch: Some(watch) }, framing)
+    }
+
+    /// An HTTP/2 connection: the write deadline only.
+    #[cfg_attr(not(feature = "grpc"), allow(dead_code))]
+    pub fn plain(inner: T, write_timeout: Duration) -> Self {
+        Self { inner, write_timeout, waiting: None, watch: None }
     }
 
     fn pending<R>(&mut self, cx: &mut Context<'_>) -> Poll<std::io::Result<R>> {
@@ -195,7 +203,10 @@ impl<T: AsyncRead + Unpin> AsyncRead for Guarded<T> {
         let before = buf.filled().len();
         let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
         if let Poll::Ready(Ok(())) = polled {
-            self.watch.feed(&buf.filled()[before..]);
+            let Self { watch, .. } = &mut *self;
+            if let Some(watch) = watch {
+                watch.feed(&buf.filled()[before..]);
+            }
         }
         polled
     }

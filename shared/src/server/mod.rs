@@ -1,17 +1,26 @@
-//! The embedded HTTP/1.1 server (feature `server`): hyper in front of [`Service::handle`], with what a
-//! public endpoint needs to survive its clients:
-//! - a cap on concurrent connections (past it, a `503` with `Retry-After` and the connection closed);
+//! The embedded server (feature `server`): hyper in front of [`Service::handle`] on HTTP/1.1, and
+//! the gRPC binding on HTTP/2 (feature `grpc`, `grpc.rs`), with what a public endpoint needs to
+//! survive its clients, the same on both listeners:
+//! - one cap on concurrent connections for both (past it, HTTP/1.1 gets a `503` with `Retry-After`
+//!   and HTTP/2 a closed connection), never above what the process's descriptor limit allows;
 //! - deadlines: request headers, the request body (all of it, so a trickle is cut too), idle
-//!   keep-alive connections, and writes (a client that stops reading a response or a stream is
-//!   dropped, and the bytes held for it freed);
+//!   connections, and writes (a client that stops reading a response or a stream is dropped, and
+//!   the bytes held for it freed);
 //! - authentication before a large body is read (a caller the service refuses sends at most
-//!   [`UNAUTHENTICATED_BODY`] bytes);
+//!   [`UNAUTHENTICATED_BODY`] bytes over HTTP/1.1, nothing over gRPC);
+//! - a server-wide budget of request bytes in flight (`ServerLimits::request_bytes`): past it a
+//!   request waits for a bounded time, then gets a 503 ([`crate::inflight`]); answers have their own
+//!   budget in the [`Service`];
 //! - strict HTTP/1.1 framing (RFC 9112): `Content-Length` with `Transfer-Encoding` is refused, and
-//!   any transfer coding other than `chunked` (501); a body that does not arrive intact is a `400`
-//!   and nothing runs;
+//!   any transfer coding other than `chunked` (501); a request without exactly one `Host` is a
+//!   `400`; a declared length over the limit is a `413` at once; a body that does not arrive intact
+//!   is a `400` and nothing runs;
 //! - graceful shutdown: the listener closes, in-flight requests finish, open SSE streams end cleanly
 //!   (final chunk) and connections get a grace period.
 
+mod body;
+#[cfg(feature = "grpc")]
+mod grpc;
 mod io;
 
 use std::convert::Infallible;
@@ -22,7 +31,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{header, StatusCode};
-use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, Limited, StreamBody};
+use http_body_util::{combinators::UnsyncBoxBody, BodyExt, Full, StreamBody};
 use hyper::body::{Frame, Incoming};
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -32,6 +41,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{A2aError, ErrorKind};
 use crate::http::{Body, Service};
+use crate::inflight::Budget;
 use crate::service::{binding_of, Authenticated, Binding};
 
 type OutBody = UnsyncBoxBody<Bytes, Infallible>;
@@ -43,9 +53,9 @@ pub const UNAUTHENTICATED_BODY: usize = 64 * 1024;
 /// Connection-level limits of the embedded server.
 #[derive(Debug, Clone)]
 pub struct ServerLimits {
-    /// Concurrent connections; past it new ones get a 503 and are closed.
+    /// Concurrent connections, both listeners together; past it new ones are turned away.
     pub max_connections: usize,
-    /// Time to receive a request's headers, and the longest an idle keep-alive connection is kept.
+    /// Time to receive a request's headers, and the longest an idle connection is kept.
     pub header_timeout: Duration,
     /// Time to receive a whole request body.
     pub body_timeout: Duration,
@@ -53,6 +63,13 @@ pub struct ServerLimits {
     pub write_timeout: Duration,
     /// How long open connections get to finish at shutdown.
     pub grace: Duration,
+    /// Bytes of request bodies buffered at once, server-wide; past it a request waits (up to
+    /// `budget_wait`) or gets a 503.
+    pub request_bytes: usize,
+    /// Longest a request waits for its share of `request_bytes`.
+    pub budget_wait: Duration,
+    /// Concurrent streams one HTTP/2 (gRPC) connection may open.
+    pub max_streams: u32,
 }
 
 impl Default for ServerLimits {
@@ -63,8 +80,82 @@ impl Default for ServerLimits {
             body_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(30),
             grace: Duration::from_secs(5),
+            request_bytes: DEFAULT_REQUEST_BYTES,
+            budget_wait: crate::service::BUDGET_WAIT,
+            max_streams: DEFAULT_MAX_STREAMS,
         }
     }
+}
+
+/// Default of [`ServerLimits::request_bytes`].
+pub const DEFAULT_REQUEST_BYTES: usize = 256 << 20;
+/// Default of [`ServerLimits::max_streams`].
+pub const DEFAULT_MAX_STREAMS: u32 = 32;
+/// Descriptors kept free of client connections (listeners, the store, outbound calls, logs).
+const RESERVED_DESCRIPTORS: usize = 64;
+
+/// The embedded server: what both listeners share (the connection cap, the budget of request
+/// bodies in flight, the shutdown of open streams).
+pub struct Server {
+    service: Arc<Service>,
+    limits: ServerLimits,
+    connections: Arc<Semaphore>,
+    bodies: Budget,
+    stopping: CancellationToken,
+}
+
+impl Server {
+    pub fn new(service: Arc<Service>, limits: ServerLimits) -> Arc<Self> {
+        let max_connections = descriptor_room(limits.max_connections.max(1));
+        let limits = ServerLimits { max_connections, ..limits };
+        Arc::new(Self {
+            connections: Arc::new(Semaphore::new(max_connections)),
+            bodies: Budget::new(limits.request_bytes, limits.budget_wait, "request bytes"),
+            service,
+            limits,
+            stopping: CancellationToken::new(),
+        })
+    }
+
+    /// The limits in force (`max_connections` as the descriptor limit allows).
+    pub fn limits(&self) -> &ServerLimits {
+        &self.limits
+    }
+}
+
+/// The connection cap the process's descriptor limit allows: the soft limit is raised to the hard
+/// one first, and a cap above what is left after [`RESERVED_DESCRIPTORS`] is lowered (a cap past it
+/// would let idle connections make `accept` fail for everyone instead of being turned away).
+fn descriptor_room(wanted: usize) -> usize {
+    #[cfg(unix)]
+    {
+        use rustix::process::{getrlimit, setrlimit, Resource};
+        let mut limit = getrlimit(Resource::Nofile);
+        if let (Some(current), Some(maximum)) = (limit.current, limit.maximum) {
+            if current < maximum
+                && setrlimit(
+                    Resource::Nofile,
+                    rustix::process::Rlimit { current: Some(maximum), maximum: Some(maximum) },
+                )
+                .is_ok()
+            {
+                limit.current = Some(maximum);
+            }
+        }
+        if let Some(current) = limit.current.and_then(|c| usize::try_from(c).ok()) {
+            let room = current.saturating_sub(RESERVED_DESCRIPTORS).max(1);
+            if room < wanted {
+                tracing::warn!(
+                    wanted,
+                    allowed = room,
+                    descriptors = current,
+                    "connection cap lowered to the descriptor limit"
+                );
+                return room;
+            }
+        }
+    }
+    wanted
 }
 
 /// A refusal before the service saw the request, in the shape of the path's binding, with `status`
@@ -105,10 +196,20 @@ fn framing_error(headers: &http::HeaderMap, both_lengths: bool) -> Option<(Statu
     None
 }
 
+/// RFC 9112 §3.2: an HTTP/1.1 request carries exactly one `Host` (HTTP/1.0 may carry none).
+fn host_error(parts: &http::request::Parts) -> Option<A2aError> {
+    let hosts = parts.headers.get_all(header::HOST).iter().count();
+    match hosts {
+        0 if parts.version == http::Version::HTTP_11 => {
+            Some(A2aError::invalid_request("an HTTP/1.1 request must carry a Host header"))
+        }
+        0 | 1 => None,
+        _ => Some(A2aError::invalid_request("a request must carry one Host header, not several")),
+    }
+}
+
 async fn serve_one(
-    service: Arc<Service>,
-    limits: ServerLimits,
-    shutdown: CancellationToken,
+    server: Arc<Server>,
     framing: Arc<io::Framing>,
     req: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<OutBody>, Infallible> {
@@ -118,16 +219,22 @@ async fn serve_one(
     if let Some((status, err)) = framing_error(&parts.headers, both_lengths) {
         return Ok(refusal(&path, &err, status));
     }
+    if let Some(err) = host_error(&parts) {
+        return Ok(refusal(&path, &err, StatusCode::BAD_REQUEST));
+    }
+    let service = &server.service;
+    let limits = &server.limits;
     // A caller the service will refuse does not get to send a large body first.
     let mut max_body = service.limits.max_body;
     // The card is public: a card GET pays for no credential check (a bearer token's signature).
     if crate::card::is_public_path(&path) {
         let response = service.handle(hyper::Request::from_parts(parts, Bytes::new())).await;
-        return Ok(to_hyper(response, &shutdown));
+        return Ok(to_hyper(response, &server.stopping));
     }
     let outcome = service.authenticate(&parts).await;
+    let declared =
+        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<usize>().ok());
     if let Err(err) = &outcome {
-        let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
         if declared.is_none_or(|n| n > UNAUTHENTICATED_BODY) && has_body(&parts) {
             let status = StatusCode::from_u16(err.spec().http_status).unwrap_or(StatusCode::UNAUTHORIZED);
             return Ok(refusal(&path, err, status));
@@ -135,18 +242,28 @@ async fn serve_one(
         max_body = max_body.min(UNAUTHENTICATED_BODY);
     }
     parts.extensions.insert(Authenticated(outcome));
-    let read = tokio::time::timeout(limits.body_timeout, Limited::new(body, max_body).collect()).await;
-    let bytes = match read {
-        Ok(Ok(collected)) => collected.to_bytes(),
-        Ok(Err(e)) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
-            let mut resp = to_hyper(service.payload_too_large(&path), &shutdown);
-            resp.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
-            return Ok(resp);
-        }
-        Ok(Err(e)) => {
+    let too_large = |server: &Server| {
+        let mut resp = to_hyper(server.service.payload_too_large(&path), &server.stopping);
+        resp.headers_mut().insert(header::CONNECTION, http::HeaderValue::from_static("close"));
+        resp
+    };
+    // A declared length over the limit is refused before a byte of the body is awaited.
+    if declared.is_some_and(|n| n > max_body) {
+        return Ok(too_large(&server));
+    }
+    let read = tokio::time::timeout(limits.body_timeout, body::read(body, max_body, declared, &server.bodies)).await;
+    let (bytes, held) = match read {
+        Ok(Ok(read)) => read,
+        Ok(Err(body::Refused::TooLarge)) => return Ok(too_large(&server)),
+        Ok(Err(body::Refused::Broken(e))) => {
             tracing::debug!(error = %e, "request body broken or cut short; nothing runs");
             let err = A2aError::invalid_request("the request body did not arrive intact");
             return Ok(refusal(&path, &err, StatusCode::BAD_REQUEST));
+        }
+        Ok(Err(body::Refused::Busy(err))) => {
+            let mut resp = refusal(&path, &err, StatusCode::SERVICE_UNAVAILABLE);
+            resp.headers_mut().insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+            return Ok(resp);
         }
         Err(_) => {
             let err = A2aError::new(
@@ -157,7 +274,8 @@ async fn serve_one(
         }
     };
     let response = service.handle(hyper::Request::from_parts(parts, bytes)).await;
-    Ok(to_hyper(response, &shutdown))
+    drop(held);
+    Ok(to_hyper(response, &server.stopping))
 }
 
 fn has_body(parts: &http::request::Parts) -> bool {
@@ -195,62 +313,74 @@ async fn turn_away(mut stream: tokio::net::TcpStream) {
     let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
 }
 
-/// Serves until `shutdown` resolves, then drains connections for up to `limits.grace`.
+impl Server {
+    /// Serves HTTP/1.1 on `listener` until `shutdown` resolves, then drains connections for up to
+    /// the grace period.
+    pub async fn serve_http(
+        self: Arc<Self>,
+        listener: TcpListener,
+        shutdown: impl std::future::Future<Output = ()>,
+    ) -> std::io::Result<()> {
+        let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+        let limits = self.limits.clone();
+        let mut shutdown = std::pin::pin!(shutdown);
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let (stream, peer) = match accepted {
+                        Ok(x) => x,
+                        Err(e) => {
+                            tracing::warn!(error = %e, "accept failed");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    };
+                    let Ok(permit) = self.connections.clone().try_acquire_owned() else {
+                        tracing::warn!(%peer, max = limits.max_connections, "connection refused: too many open connections");
+                        tokio::spawn(turn_away(stream));
+                        continue;
+                    };
+                    let _ = stream.set_nodelay(true);
+                    let server = self.clone();
+                    let (guarded, framing) = io::Guarded::new(stream, limits.write_timeout);
+                    let io = TokioIo::new(guarded);
+                    let conn = http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .header_read_timeout(limits.header_timeout)
+                        .keep_alive(true)
+                        .serve_connection(io, hyper::service::service_fn(move |req| {
+                            serve_one(server.clone(), framing.clone(), req)
+                        }));
+                    let conn = graceful.watch(conn);
+                    tokio::spawn(async move {
+                        if let Err(e) = conn.await {
+                            tracing::debug!(%peer, error = %e, "connection ended with an error");
+                        }
+                        drop(permit);
+                    });
+                }
+                () = &mut shutdown => break,
+            }
+        }
+        drop(listener);
+        tracing::info!("shutting down: draining open connections, ending open streams");
+        self.stopping.cancel();
+        if tokio::time::timeout(limits.grace, graceful.shutdown()).await.is_err() {
+            tracing::warn!("open connections did not finish within {:?}; closing them", limits.grace);
+        }
+        Ok(())
+    }
+}
+
+/// Serves HTTP/1.1 on `listener` with `limits` until `shutdown` resolves (a [`Server`] of its
+/// own; a2a-local builds one [`Server`] for both of its listeners).
 pub async fn serve(
     listener: TcpListener,
     service: Arc<Service>,
     shutdown: impl std::future::Future<Output = ()>,
     limits: ServerLimits,
 ) -> std::io::Result<()> {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    let connections = Arc::new(Semaphore::new(limits.max_connections.max(1)));
-    let stopping = CancellationToken::new();
-    let mut shutdown = std::pin::pin!(shutdown);
-    loop {
-        tokio::select! {
-            accepted = listener.accept() => {
-                let (stream, peer) = match accepted {
-                    Ok(x) => x,
-                    Err(e) => {
-                        tracing::warn!(error = %e, "accept failed");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                        continue;
-                    }
-                };
-                let Ok(permit) = connections.clone().try_acquire_owned() else {
-                    tracing::warn!(%peer, max = limits.max_connections, "connection refused: too many open connections");
-                    tokio::spawn(turn_away(stream));
-                    continue;
-                };
-                let _ = stream.set_nodelay(true);
-                let (service, conn_limits, stop) = (service.clone(), limits.clone(), stopping.clone());
-                let (guarded, framing) = io::Guarded::new(stream, limits.write_timeout);
-                let io = TokioIo::new(guarded);
-                let conn = http1::Builder::new()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(limits.header_timeout)
-                    .keep_alive(true)
-                    .serve_connection(io, hyper::service::service_fn(move |req| {
-                        serve_one(service.clone(), conn_limits.clone(), stop.clone(), framing.clone(), req)
-                    }));
-                let conn = graceful.watch(conn);
-                tokio::spawn(async move {
-                    if let Err(e) = conn.await {
-                        tracing::debug!(%peer, error = %e, "connection ended with an error");
-                    }
-                    drop(permit);
-                });
-            }
-            () = &mut shutdown => break,
-        }
-    }
-    drop(listener);
-    tracing::info!("shutting down: draining open connections, ending open streams");
-    stopping.cancel();
-    if tokio::time::timeout(limits.grace, graceful.shutdown()).await.is_err() {
-        tracing::warn!("open connections did not finish within {:?}; closing them", limits.grace);
-    }
-    Ok(())
+    Server::new(service, limits).serve_http(listener, shutdown).await
 }
 
 /// Resolves on SIGINT or SIGTERM.

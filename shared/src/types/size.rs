@@ -53,6 +53,23 @@ pub fn config_size(c: &TaskPushNotificationConfig) -> usize {
     256 + c.url.len() + c.id.len() + c.token.len() + c.authentication.as_ref().map_or(0, |a| a.credentials.len())
 }
 
+/// An estimate of the encoded (JSON) size of a value of `size`: raw bytes grow by a third as
+/// base64, so the estimate is high for text and right for bytes; the answers budget corrects it to
+/// the real size once encoded.
+pub fn encoded(size: usize) -> usize {
+    size.saturating_add(size / 3)
+}
+
+/// About what a stream event takes encoded, contents included (see [`encoded`]).
+pub fn answer_size(e: &StreamResponse) -> usize {
+    encoded(match e {
+        StreamResponse::ArtifactUpdate(u) => artifact_size(&u.artifact),
+        StreamResponse::StatusUpdate(u) => 256 + u.status.message.as_deref().map_or(0, message_size),
+        StreamResponse::Message(m) => message_size(m),
+        StreamResponse::Task(t) => task_size(t),
+    })
+}
+
 /// What an event adds to the store's byte total: its own structure and parts (the part contents
 /// are shared with the task), except a snapshot, which holds a whole task.
 pub fn event_size(e: &StreamResponse) -> usize {

@@ -31,6 +31,11 @@ pub struct Setup {
     pub blocking_timeout: Option<Duration>,
     /// `--webhook-allow`.
     pub webhook_allow: Option<&'static str>,
+    /// The answers budget (`--max-answer-bytes`) and how long an answer waits for it.
+    pub answer_bytes: Option<usize>,
+    pub budget_wait: Option<Duration>,
+    /// `--list-page-bytes`.
+    pub list_page_bytes: Option<usize>,
 }
 
 pub async fn agent() -> Agent {
@@ -52,9 +57,15 @@ pub async fn agent_with(setup: Setup) -> Agent {
         engine: EngineConfig {
             blocking_timeout: setup.blocking_timeout.unwrap_or(Duration::from_secs(10)),
             cancel_timeout: Duration::from_secs(2),
+            list_page_bytes: setup.list_page_bytes.unwrap_or(a2a::engine::DEFAULT_LIST_PAGE_BYTES),
             ..Default::default()
         },
-        limits: Limits { max_body: setup.max_body.unwrap_or(1 << 20), keep_alive: Duration::from_millis(200) },
+        limits: Limits {
+            max_body: setup.max_body.unwrap_or(1 << 20),
+            keep_alive: Duration::from_millis(200),
+            answer_bytes: setup.answer_bytes.unwrap_or(Limits::default().answer_bytes),
+            budget_wait: setup.budget_wait.unwrap_or(Duration::from_secs(10)),
+        },
         memory: a2a::adapters::memory::MemoryLimits { max_tasks: 10_000, ..Default::default() },
         webhook_allow: a2a::ssrf::AllowList::parse(setup.webhook_allow.unwrap_or("")).unwrap(),
         push_timeout: Duration::from_secs(2),

@@ -4,9 +4,13 @@
 
 mod index;
 mod log;
+mod occupancy;
 mod store;
 
-pub use store::{MemoryLimits, MemoryStore, DEFAULT_IDLE_TTL, DEFAULT_MAX_BYTES, DEFAULT_MAX_TASKS};
+pub use store::{
+    MemoryLimits, MemoryStore, DEFAULT_IDLE_TTL, DEFAULT_MAX_BYTES, DEFAULT_MAX_TASKS, DEFAULT_PRINCIPAL_SHARE,
+    DEFAULT_WAITING_SHARE,
+};
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -6,23 +6,25 @@
 //! - ListTasks reads per-owner indexes ([`super::index`]): a page costs O(page), and no request holds
 //!   a lock across the whole store.
 //! - Memory: part contents are shared between a task and its events (see `PartContent`), and every
-//!   entry's size is accounted. Past `max_tasks` or `max_bytes` the oldest evictable tasks go: finished
-//!   ones, and interrupted ones (INPUT_REQUIRED / AUTH_REQUIRED) idle longer than `idle_ttl` (those
-//!   also expire on their own). A new task, or an event that adds more than a few KB, that would
-//!   not fit even then is refused with ResourceExhausted; nothing is dropped that a client can still
-//!   use.
+//!   entry's size is accounted. Past `max_tasks` or `max_bytes` evictable tasks go, and one
+//!   principal holds at most a share of the store: the rule is in [`super::occupancy`]. A new task,
+//!   or an event that adds more than a few KB, that would not fit even then is refused with
+//!   ResourceExhausted; submitted and working tasks are never dropped.
+//! - Making room and inserting are one step (under the admission lock): room made for one create
+//!   is not taken by another, so "full" means full whatever the interleaving.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use parking_lot::{Mutex, RwLock};
 
 use super::index::{Key, ListIndex, Placement, Scan};
 use super::log::EventLog;
+use super::occupancy::{Occupancy, OverShare, Shares};
 use crate::error::{A2aError, ErrorKind, Result};
 use crate::page_token::PageTokens;
 use crate::ports::*;
@@ -39,8 +41,10 @@ pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(24 * 3600);
 /// An event that adds at most this much is always taken (a status change that ends a task must
 /// never be refused), even over the byte budget.
 const SMALL_EVENT: usize = 4096;
-/// Candidates looked at per eviction pass (eviction stays bounded per request).
-const EVICTION_SCAN: usize = 4096;
+/// Default share of the store (tasks and bytes) one principal's unfinished tasks may hold, in percent.
+pub const DEFAULT_PRINCIPAL_SHARE: u8 = 25;
+/// Default share of a principal's task share its interrupted tasks may hold, in percent.
+pub const DEFAULT_WAITING_SHARE: u8 = 25;
 /// How often idle interrupted tasks are swept.
 const SWEEP_EVERY_SECS: i64 = 60;
 /// The maps are sized for up to this many tasks up front: growing a map of n tasks rehashes all of
@@ -54,11 +58,35 @@ pub struct MemoryLimits {
     pub max_bytes: usize,
     /// Interrupted tasks idle longer than this expire.
     pub idle_ttl: Duration,
+    /// Share of `max_tasks` and of `max_bytes` one principal's unfinished tasks may hold (percent).
+    pub principal_share: u8,
+    /// Share of a principal's task share its interrupted tasks may hold (percent); past it, its
+    /// oldest interrupted task expires.
+    pub waiting_share: u8,
 }
 
 impl Default for MemoryLimits {
     fn default() -> Self {
-        Self { max_tasks: DEFAULT_MAX_TASKS, max_bytes: DEFAULT_MAX_BYTES, idle_ttl: DEFAULT_IDLE_TTL }
+        Self {
+            max_tasks: DEFAULT_MAX_TASKS,
+            max_bytes: DEFAULT_MAX_BYTES,
+            idle_ttl: DEFAULT_IDLE_TTL,
+            principal_share: DEFAULT_PRINCIPAL_SHARE,
+            waiting_share: DEFAULT_WAITING_SHARE,
+        }
+    }
+}
+
+impl MemoryLimits {
+    /// What one principal may hold (at least one task, and one interrupted task).
+    fn shares(&self) -> Shares {
+        let percent = |n: usize, p: u8| n / 100 * usize::from(p.min(100)) + n % 100 * usize::from(p.min(100)) / 100;
+        let tasks = percent(self.max_tasks, self.principal_share).max(1);
+        Shares {
+            tasks,
+            bytes: percent(self.max_bytes, self.principal_share).max(1),
+            waiting: percent(tasks, self.waiting_share).max(1),
+        }
     }
 }
 
@@ -72,6 +100,8 @@ struct Entry {
     /// finished tasks the store holds until evicted.
     task_bytes: usize,
     placement: Placement,
+    /// Taken out of the store: a change made through a handle held from before is not counted.
+    removed: bool,
 }
 
 impl Entry {
@@ -82,6 +112,7 @@ impl Entry {
             record,
             events: EventLog::default(),
             configs: Vec::new(),
+            removed: false,
         }
     }
 
@@ -111,17 +142,6 @@ impl Entry {
         }
         Ok(committed)
     }
-
-    /// Evictable: finished, or interrupted and idle past `ttl`.
-    fn evictable(&self, now: DateTime<Utc>, ttl: Duration) -> bool {
-        let state = self.record.state();
-        state.is_terminal() || (state.is_interrupted() && idle_past(&self.record, now, ttl))
-    }
-}
-
-fn idle_past(record: &TaskRecord, now: DateTime<Utc>, ttl: Duration) -> bool {
-    let ttl = chrono::Duration::from_std(ttl).unwrap_or(chrono::Duration::MAX);
-    now.signed_duration_since(record.status_time()) > ttl
 }
 
 fn placement(record: &TaskRecord) -> Placement {
@@ -155,13 +175,14 @@ pub struct MemoryStore {
     /// Nested by owner so a lookup borrows its strings instead of building a key.
     claims: Mutex<BTreeMap<String, BTreeMap<String, Arc<str>>>>,
     index: Mutex<ListIndex>,
-    /// Interrupted tasks (INPUT_REQUIRED / AUTH_REQUIRED) by status time: the idle ones expire from
-    /// the front.
-    interrupted: Mutex<BTreeSet<Key>>,
-    /// Task ids in creation order, for eviction.
-    order: Mutex<VecDeque<Arc<str>>>,
+    /// Eviction candidates and each principal's share (see [`super::occupancy`]).
+    occupancy: Mutex<Occupancy>,
+    /// Held while room is made and then taken (a create, a large update): the room one makes is
+    /// not taken by another in between.
+    admission: Mutex<()>,
     bytes: AtomicUsize,
     limits: MemoryLimits,
+    shares: Shares,
     tokens: PageTokens,
     last_sweep: AtomicI64,
 }
@@ -179,9 +200,10 @@ impl MemoryStore {
             tasks: RwLock::new(HashMap::with_capacity(presized)),
             claims: Mutex::new(BTreeMap::new()),
             index: Mutex::new(ListIndex::default()),
-            interrupted: Mutex::new(BTreeSet::new()),
-            order: Mutex::new(VecDeque::with_capacity(presized)),
+            occupancy: Mutex::new(Occupancy::default()),
+            admission: Mutex::new(()),
             bytes: AtomicUsize::new(0),
+            shares: limits.shares(),
             limits: MemoryLimits { max_tasks: limits.max_tasks.max(1), ..limits },
             tokens: PageTokens::random(),
             last_sweep: AtomicI64::new(Utc::now().timestamp()),
@@ -209,28 +231,42 @@ impl MemoryStore {
         self.bytes() + extra_bytes > self.limits.max_bytes || self.len() + extra_tasks > self.limits.max_tasks
     }
 
+    /// The store is full and nothing can go. The caller learns nothing of what others hold.
     fn exhausted(&self, what: &str) -> A2aError {
+        tracing::warn!(
+            tasks = self.len(),
+            bytes = self.bytes(),
+            max_tasks = self.limits.max_tasks,
+            max_bytes = self.limits.max_bytes,
+            "store full: nothing can be evicted yet"
+        );
+        A2aError::new(
+            ErrorKind::ResourceExhausted,
+            format!("{what} does not fit: the server is at its task or memory limit and nothing can be evicted yet; retry later"),
+        )
+    }
+
+    /// A principal at its own share, with no interrupted task of its own to give up.
+    fn over_share(&self, unfinished: usize, bytes: usize) -> A2aError {
         A2aError::new(
             ErrorKind::ResourceExhausted,
             format!(
-                "{what} does not fit: the server holds {} tasks in {} bytes (limits {} tasks, {} bytes) and none can be evicted yet",
-                self.len(),
-                self.bytes(),
-                self.limits.max_tasks,
-                self.limits.max_bytes
+                "this caller's unfinished tasks hold {unfinished} tasks and {bytes} bytes; one caller may hold {} tasks and {} bytes: wait for some to finish, or cancel some",
+                self.shares.tasks, self.shares.bytes
             ),
         )
     }
 
     /// Removes a task and everything that hangs on it (events, configs, claim, index entries).
-    fn remove(&self, task_id: &str) {
-        let Some(entry) = self.tasks.write().remove(task_id) else { return };
-        let entry = entry.lock();
+    /// Never called with an entry's lock held (it takes the entry's lock). Whether it was there.
+    fn remove(&self, task_id: &str) -> bool {
+        let Some(entry) = self.tasks.write().remove(task_id) else { return false };
+        let mut entry = entry.lock();
+        entry.removed = true;
+        let size = entry.size();
         self.index.lock().remove(&entry.placement);
-        if entry.placement.state.is_interrupted() {
-            self.interrupted.lock().remove(&entry.placement.key);
-        }
-        self.bytes.fetch_sub(entry.size(), Ordering::Relaxed);
+        self.occupancy.lock().leave(&entry.placement, size);
+        self.bytes.fetch_sub(size, Ordering::Relaxed);
         if let Some(first) = entry.record.task.history.first() {
             let mut claims = self.claims.lock();
             if let Some(mine) = claims.get_mut(entry.record.owner.as_str()) {
@@ -242,31 +278,49 @@ impl MemoryStore {
                 }
             }
         }
+        true
     }
 
-    /// Evicts the oldest evictable tasks until the store fits with `extra` more bytes and tasks (a
-    /// bounded look per call, so a request never walks the whole store).
-    fn evict(&self, extra_bytes: usize, extra_tasks: usize) {
-        let now = Utc::now();
-        let mut order = self.order.lock();
-        let mut kept = Vec::new();
-        for _ in 0..EVICTION_SCAN.min(order.len()) {
-            if !self.over(extra_bytes, extra_tasks) {
-                break;
-            }
-            let Some(id) = order.pop_front() else { break };
-            // An entry in use right now is not a candidate (and waiting for it could deadlock).
-            let evictable = self.entry(&id).map(|e| e.try_lock().map(|e| e.evictable(now, self.limits.idle_ttl)));
-            match evictable {
-                Some(Some(true)) => self.remove(&id),
-                Some(_) => kept.push(id),
-                None => {}
+    /// Before `owner` adds `size` bytes (and a task, with `new_task`): keeps it within its share by
+    /// expiring its own oldest interrupted tasks (never `keep`), then makes room in the store by
+    /// evicting (see [`super::occupancy`]), or refuses. Call with the admission lock held.
+    fn make_room(&self, owner: &str, new_task: bool, size: usize, keep: Option<&str>, what: &str) -> Result<()> {
+        loop {
+            let over = self.occupancy.lock().over_share(owner, new_task, size, keep, &self.shares);
+            match over {
+                None => break,
+                Some(OverShare::Expire(id)) => {
+                    tracing::debug!(task_id = %id, "a principal over its share: its oldest interrupted task expired");
+                    if !self.remove(&id) {
+                        return Err(A2aError::internal("the store's share bookkeeping lost a task"));
+                    }
+                }
+                Some(OverShare::Refuse { unfinished, bytes }) => return Err(self.over_share(unfinished, bytes)),
             }
         }
-        // Unevictable tasks keep their age order at the front.
-        for id in kept.into_iter().rev() {
-            order.push_front(id);
+        self.evict(size, usize::from(new_task), keep);
+        if self.over(size, usize::from(new_task)) {
+            return Err(self.exhausted(what));
         }
+        Ok(())
+    }
+
+    /// Evicts until the store fits `extra` more bytes and tasks or nothing evictable is left (each
+    /// step finds its candidate in O(log n)).
+    fn evict(&self, extra_bytes: usize, extra_tasks: usize, keep: Option<&str>) {
+        while self.over(extra_bytes, extra_tasks) {
+            let idle_before = self.idle_before();
+            let Some(id) = self.occupancy.lock().victim(idle_before) else { return };
+            if keep == Some(id.as_ref()) || !self.remove(&id) {
+                return;
+            }
+        }
+    }
+
+    /// Status times (µs) before this are idle past the TTL.
+    fn idle_before(&self) -> i64 {
+        let ttl = chrono::Duration::from_std(self.limits.idle_ttl).unwrap_or(chrono::Duration::MAX);
+        Utc::now().checked_sub_signed(ttl).map_or(i64::MIN, |t| t.timestamp_micros())
     }
 
     /// Interrupted tasks idle past the TTL expire, pressure or not: a look at the oldest of them, a
@@ -279,40 +333,38 @@ impl MemoryStore {
         {
             return;
         }
-        let ttl = chrono::Duration::from_std(self.limits.idle_ttl).unwrap_or(chrono::Duration::MAX);
-        let cutoff = (now - ttl).timestamp_micros();
-        let expired: Vec<Arc<str>> =
-            self.interrupted.lock().iter().take_while(|(t, _)| *t < cutoff).map(|(_, id)| id.clone()).collect();
+        let expired = self.occupancy.lock().idle(self.idle_before());
         for id in expired {
             tracing::debug!(task_id = %id, "interrupted task idle past its TTL: expired");
             self.remove(&id);
         }
     }
 
-    /// Re-indexes an entry whose state or status time changed; keeps the byte total current (the
-    /// entry counted for `counted` before the change).
-    fn settle(&self, entry: &mut Entry, counted: usize) {
+    /// Re-indexes an entry whose state or status time changed; keeps the byte totals current (the
+    /// entry counted for `counted` before the change). Returns an interrupted task of the same
+    /// principal to expire (its interrupted tasks are over their share): the caller removes it once
+    /// it holds no entry's lock.
+    fn settle(&self, entry: &mut Entry, counted: usize) -> Option<Arc<str>> {
+        if entry.removed {
+            return None;
+        }
+        let size = entry.size();
+        let old = entry.placement.clone();
         if let Some(mut placement) = entry.placement.moved(&entry.record) {
             {
                 let mut index = self.index.lock();
                 index.remove(&entry.placement);
                 index.insert(&mut placement);
             }
-            let mut interrupted = self.interrupted.lock();
-            if entry.placement.state.is_interrupted() {
-                interrupted.remove(&entry.placement.key);
-            }
-            if placement.state.is_interrupted() {
-                interrupted.insert(placement.key.clone());
-            }
             entry.placement = placement;
         }
-        let size = entry.size();
+        let expire = self.occupancy.lock().moved(&old, counted, &entry.placement, size, &self.shares);
         if size >= counted {
             self.bytes.fetch_add(size - counted, Ordering::Relaxed);
         } else {
             self.bytes.fetch_sub(counted - size, Ordering::Relaxed);
         }
+        expire.filter(|id| id.as_ref() != entry.placement.key.1.as_ref())
     }
 
     /// A list entry: the record without its history and artifacts (a page never copies contents;
@@ -354,30 +406,32 @@ impl TaskStore for MemoryStore {
         let mut entry = Entry::new(record);
         let id = entry.placement.key.1.clone();
         let size = entry.size();
-        if self.over(size, 1) {
-            self.evict(size, 1);
+        let _admitted = self.admission.lock();
+        let owner = entry.placement.owner.clone();
+        if !entry.placement.state.is_terminal() {
+            self.make_room(&owner, true, size, None, "a new task")?;
+        } else {
+            self.evict(size, 1, None);
             if self.over(size, 1) {
                 return Err(self.exhausted("a new task"));
             }
         }
-        {
-            let mut tasks = self.tasks.write();
-            let mut claims = self.claims.lock();
-            if tasks.contains_key(id.as_ref()) {
+        let mut tasks = self.tasks.write();
+        let mut claims = self.claims.lock();
+        if tasks.contains_key(id.as_ref()) {
+            return Ok(false);
+        }
+        if let Some(c) = claim {
+            let held = claims.get(c.owner.as_str()).and_then(|mine| mine.get(&c.message_id));
+            if held.map(|h| h.as_ref()) != c.replaces.as_deref() {
                 return Ok(false);
             }
-            if let Some(c) = claim {
-                let held = claims.get(c.owner.as_str()).and_then(|mine| mine.get(&c.message_id));
-                if held.map(|h| h.as_ref()) != c.replaces.as_deref() {
-                    return Ok(false);
-                }
-                claims.entry(c.owner.clone()).or_default().insert(c.message_id.clone(), id.clone());
-            }
-            self.index.lock().insert(&mut entry.placement);
-            self.bytes.fetch_add(size, Ordering::Relaxed);
-            tasks.insert(id.clone(), Arc::new(Mutex::new(entry)));
+            claims.entry(c.owner.clone()).or_default().insert(c.message_id.clone(), id.clone());
         }
-        self.order.lock().push_back(id);
+        self.index.lock().insert(&mut entry.placement);
+        self.occupancy.lock().enter(&entry.placement, size);
+        self.bytes.fetch_add(size, Ordering::Relaxed);
+        tasks.insert(id, Arc::new(Mutex::new(entry)));
         Ok(true)
     }
 
@@ -390,24 +444,47 @@ impl TaskStore for MemoryStore {
     }
 
     async fn update(&self, task_id: &str, adds: usize, mutate: Mutation<'_>) -> Result<Committed> {
-        if self.over(0, 0) {
-            self.evict(0, 0);
-        }
-        // A large update that does not fit makes room first (no task's lock held), or is refused.
-        if adds > SMALL_EVENT && self.over(adds, 0) {
-            self.evict(adds, 0);
-            if self.over(adds, 0) {
-                return Err(self.exhausted("this update"));
-            }
-        }
         let entry = self.entry(task_id).ok_or_else(|| A2aError::task_not_found(task_id))?;
-        let mut entry = entry.lock();
-        let counted = entry.size();
-        let events = entry.apply(adds, mutate)?;
-        let record = &entry.record;
-        let (state, version, has_push) = (record.state(), record.version, record.has_push);
-        self.settle(&mut entry, counted);
-        Ok(Committed { events, state, version, has_push })
+        // A large update makes room first (no task's lock held: eviction takes them), or is
+        // refused; the room is taken before anyone else may make room.
+        let admitted = if adds > SMALL_EVENT {
+            let admitted = self.admission.lock();
+            let (owner, unfinished) = {
+                let e = entry.lock();
+                (e.placement.owner.clone(), !e.placement.state.is_terminal())
+            };
+            if unfinished {
+                self.make_room(&owner, false, adds, Some(task_id), "this update")?;
+            } else {
+                self.evict(adds, 0, Some(task_id));
+                if self.over(adds, 0) {
+                    return Err(self.exhausted("this update"));
+                }
+            }
+            Some(admitted)
+        } else {
+            // Small events always go in; a store they pushed over its limits is brought back.
+            if self.over(0, 0) {
+                let _admitted = self.admission.lock();
+                self.evict(0, 0, Some(task_id));
+            }
+            None
+        };
+        let (committed, expire) = {
+            let mut entry = entry.lock();
+            let counted = entry.size();
+            let events = entry.apply(adds, mutate)?;
+            let record = &entry.record;
+            let (state, version, has_push) = (record.state(), record.version, record.has_push);
+            let expire = self.settle(&mut entry, counted);
+            (Committed { events, state, version, has_push }, expire)
+        };
+        drop(admitted);
+        if let Some(id) = expire {
+            tracing::debug!(task_id = %id, "a principal's interrupted tasks over their share: the oldest expired");
+            self.remove(&id);
+        }
+        Ok(committed)
     }
 
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>> {
@@ -457,7 +534,8 @@ impl PushConfigStore for MemoryStore {
             Some(existing) => *existing = config,
             None => entry.configs.push(config),
         }
-        self.settle(&mut entry, counted);
+        // A config changes no state: nothing is over a share that was not before.
+        let _ = self.settle(&mut entry, counted);
         Ok(())
     }
 
@@ -474,7 +552,7 @@ impl PushConfigStore for MemoryStore {
             let mut entry = entry.lock();
             let counted = entry.size();
             entry.configs.retain(|c| c.id != id);
-            self.settle(&mut entry, counted);
+            let _ = self.settle(&mut entry, counted);
         }
         Ok(())
     }
@@ -505,7 +583,8 @@ mod tests {
 
     #[tokio::test]
     async fn bytes_are_bounded_and_counted_back_down() {
-        let store = MemoryStore::new(MemoryLimits { max_bytes: 3 << 20, ..Default::default() });
+        // One principal may hold the whole store here: this is about the store's own bound.
+        let store = MemoryStore::new(MemoryLimits { max_bytes: 3 << 20, principal_share: 100, ..Default::default() });
         let big = |id: &str, state| {
             let mut r = record(id, state);
             r.task.history.push(Message::user_text("x".repeat(1 << 20)));
@@ -538,7 +617,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_large_update_that_does_not_fit_is_refused_before_it_is_applied() {
-        let store = MemoryStore::new(MemoryLimits { max_bytes: 3 << 20, ..Default::default() });
+        let store = MemoryStore::new(MemoryLimits { max_bytes: 3 << 20, principal_share: 100, ..Default::default() });
         let mut live = record("live", TaskState::Working);
         live.task.history.push(Message::user_text("x".repeat(2 << 20)));
         store.create(live, None).await.unwrap();
@@ -596,5 +675,113 @@ mod tests {
         store.create(record("next", TaskState::Working), None).await.unwrap();
         assert!(store.load("waiting").await.unwrap().is_none(), "expired under pressure");
         assert!(PushConfigStore::list(&store, "waiting").await.unwrap().is_empty(), "its configs went too");
+    }
+
+    fn owned(owner: &str, id: &str, state: TaskState) -> TaskRecord {
+        TaskRecord { owner: owner.into(), ..record(id, state) }
+    }
+
+    /// Creates a task of `owner` and moves it to `state` the way the engine records a turn.
+    async fn started(store: &MemoryStore, owner: &str, id: &str, state: TaskState) -> Result<()> {
+        store.create(owned(owner, id, TaskState::Submitted), None).await?;
+        record_events(store, id, &[AgentEvent::Status { state, message: None }]).await.map(|_| ())
+    }
+
+    #[test]
+    fn a_create_succeeds_whenever_an_evictable_task_exists_whatever_the_interleaving() {
+        // Eight threads create and finish tasks at a cap of 64: at most eight are unfinished at any
+        // moment, so room can always be made. Before making room and inserting were one step, a
+        // create could lose the room it made to another and be refused.
+        let store =
+            Arc::new(MemoryStore::new(MemoryLimits { max_tasks: 64, principal_share: 100, ..Default::default() }));
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(8).build().unwrap();
+        let refused = runtime.block_on(async {
+            let workers = (0..8).map(|w| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let mut refused = 0;
+                    for i in 0..3000 {
+                        match started(&store, "o", &format!("{w}-{i}"), TaskState::Completed).await {
+                            Ok(()) => {}
+                            Err(e) if e.kind == ErrorKind::ResourceExhausted => refused += 1,
+                            Err(e) => panic!("{e:?}"),
+                        }
+                    }
+                    refused
+                })
+            });
+            let mut refused = 0;
+            for w in workers.collect::<Vec<_>>() {
+                refused += w.await.unwrap();
+            }
+            refused
+        });
+        assert_eq!(refused, 0, "spurious \"full\" under concurrency");
+        assert_eq!(store.len(), 64);
+    }
+
+    #[tokio::test]
+    async fn eviction_finds_a_finished_task_behind_any_number_of_unfinished_ones() {
+        let store = MemoryStore::new(MemoryLimits { max_tasks: 6000, principal_share: 100, ..Default::default() });
+        for i in 0..5999 {
+            store.create(record(&format!("w{i}"), TaskState::Working), None).await.unwrap();
+        }
+        store.create(record("done", TaskState::Completed), None).await.unwrap();
+        store.create(record("new", TaskState::Working), None).await.expect("the finished task makes room");
+        assert!(store.load("done").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn one_principals_waiting_tasks_do_not_lock_out_another() {
+        // alice leaves 300 tasks waiting for input at a cap of 300; bob still gets in, and alice's
+        // own oldest waits are what expired.
+        let store = MemoryStore::new(MemoryLimits { max_tasks: 300, ..Default::default() });
+        for i in 0..300 {
+            started(&store, "alice", &format!("a{i}"), TaskState::InputRequired).await.unwrap();
+        }
+        started(&store, "bob", "b", TaskState::InputRequired).await.expect("bob is not locked out");
+        let shares = store.shares;
+        let alive = (0..300).filter(|i| store.entry(&format!("a{i}")).is_some()).count();
+        assert!(alive <= shares.waiting, "alice keeps at most her waiting share: {alive} > {}", shares.waiting);
+        assert!(store.entry("a299").is_some() && store.entry("a0").is_none(), "the oldest went first");
+        // A principal at its share of unfinished work, with nothing waiting to give up, is refused,
+        // and told only its own numbers.
+        for i in 0..shares.tasks {
+            store.create(owned("carol", &format!("c{i}"), TaskState::Working), None).await.unwrap();
+        }
+        let err = store.create(owned("carol", "one-more", TaskState::Working), None).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::ResourceExhausted);
+        assert!(err.message.contains(&format!("hold {} tasks", shares.tasks)), "{}", err.message);
+        let others = store.len().to_string();
+        assert!(!err.message.contains(&others), "the store's count leaks: {}", err.message);
+        store.create(owned("dave", "d", TaskState::Working), None).await.expect("dave is not carol");
+    }
+
+    #[tokio::test]
+    async fn when_full_of_waits_the_biggest_waiter_gives_way_and_the_error_tells_no_totals() {
+        let store = MemoryStore::new(MemoryLimits {
+            max_tasks: 8,
+            principal_share: 50,
+            waiting_share: 100,
+            ..Default::default()
+        });
+        for i in 0..4 {
+            started(&store, "alice", &format!("a{i}"), TaskState::InputRequired).await.unwrap();
+        }
+        for i in 0..3 {
+            started(&store, "bob", &format!("b{i}"), TaskState::InputRequired).await.unwrap();
+        }
+        store.create(owned("carol", "c0", TaskState::Working), None).await.unwrap();
+        store.create(owned("carol", "c1", TaskState::Working), None).await.expect("a wait gives way");
+        assert!(store.entry("a0").is_none(), "alice holds the most waits: her oldest went");
+        assert!(store.entry("b0").is_some());
+        // Full of working tasks: refused, with no store-wide numbers.
+        let store = MemoryStore::new(MemoryLimits { max_tasks: 4, principal_share: 50, ..Default::default() });
+        for (owner, id) in [("x", "x0"), ("x", "x1"), ("y", "y0"), ("y", "y1")] {
+            store.create(owned(owner, id, TaskState::Working), None).await.unwrap();
+        }
+        let err = store.create(owned("z", "z0", TaskState::Working), None).await.unwrap_err();
+        assert_eq!(err.kind, ErrorKind::ResourceExhausted);
+        assert!(!err.message.chars().any(|c| c.is_ascii_digit()), "{}", err.message);
     }
 }
