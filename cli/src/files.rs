@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 /// Longest base name written, in characters (the extension kept); file systems allow 255 bytes.
 const MAX_NAME_CHARS: usize = 100;
 /// Names tried (`name`, `1-name`, `2-name`, ...) before giving up.
-const MAX_TRIES: usize = 1000;
+const MAX_TRIES: usize = 100;
+/// File parts saved by one command at most: an answer of tiny parts would otherwise fill the
+/// folder with hundreds of thousands of files.
+pub const MAX_FILES: usize = 1000;
 
 /// Writes `bytes` into `dir` under a safe name derived from `wanted` (a name the agent chose; else
 /// from `fallback`, else `file`); returns the path written. An existing file (or link) of that name

@@ -268,8 +268,9 @@ impl Cli {
 
 async fn run(cli: Cli, out: &Out) -> Exit {
     match execute(&cli, out).await {
-        // A file part that could not be saved is lost: the command did not do all it should.
-        Ok(_) if out.save_failed() => Exit::Setup,
+        // A file part that could not be saved is lost: the command did not do all it should (a
+        // task's own failure code, if any, says more and is kept).
+        Ok(Exit::Ok) if out.save_failed() => Exit::Setup,
         Ok(exit) => exit,
         Err(Failure::Client(e)) => {
             let hint = match e {

@@ -26,6 +26,8 @@ pub struct Out {
     output_dir: PathBuf,
     /// A file part could not be saved (the command then ends with a failure code).
     save_failed: Cell<bool>,
+    /// File parts saved so far (at most [`files::MAX_FILES`]).
+    saved: Cell<usize>,
 }
 
 impl Out {
@@ -33,7 +35,7 @@ impl Out {
         let tty = std::io::stdout().is_terminal()
             && std::io::stderr().is_terminal()
             && std::env::var_os("NO_COLOR").is_none();
-        Self { json, tty, output_dir, save_failed: Cell::new(false) }
+        Self { json, tty, output_dir, save_failed: Cell::new(false), saved: Cell::new(0) }
     }
 
     /// Whether a file part could not be saved.
@@ -191,8 +193,18 @@ impl Out {
     /// Saves a file part in the chosen folder (its own name if it has one, else `fallback`), and
     /// says where it went.
     fn save(&self, part: &Part, fallback: &str, bytes: &[u8]) {
+        if self.saved.get() >= files::MAX_FILES {
+            if !self.save_failed.replace(true) {
+                self.error(&format!(
+                    "the agent sent more than {} file parts; the rest are not saved",
+                    files::MAX_FILES
+                ));
+            }
+            return;
+        }
         match files::save(&self.output_dir, &part.filename, fallback, bytes) {
             Ok(path) => {
+                self.saved.set(self.saved.get() + 1);
                 let shown = path.strip_prefix(".").unwrap_or(&path).display().to_string();
                 println!("{}", self.paint("2", &format!("saved {} ({} bytes)", line(&shown), bytes.len())));
             }

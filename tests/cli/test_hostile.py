@@ -106,6 +106,16 @@ def test_file_parts_go_to_the_output_dir_the_user_chose(tmp_path):
     assert files_under(work) == []
 
 
+def test_an_answer_of_many_file_parts_fills_no_folder(tmp_path):
+    """Tiny parts by the thousand: 1000 are saved, then a clear error and exit 7."""
+    def many(h, req):
+        rpc_result(h, req, {"task": file_task("f", [{"raw": RAW}] * 1500)})
+    with Hostile(rpc=many) as agent:
+        r = run("send", agent.base, "files", cwd=tmp_path, timeout=60)
+    assert r.returncode == 7 and "more than 1000 file parts; the rest are not saved" in r.stderr, r.stderr
+    assert len(files_under(tmp_path)) == 1000 and r.stderr.count("a2a: error") == 1
+
+
 # --- terminal control sequences -------------------------------------------------------------------------
 
 TITLE = "\x1b]0;pwned\x07"

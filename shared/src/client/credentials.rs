@@ -136,6 +136,9 @@ impl Authorizer {
             },
             (_, None) => Err("the card declares no OAuth 2.0 client-credentials flow; give a token URL".to_string()),
         };
+        if let (Credentials::ClientCredentials { .. }, Err(why)) = (&credentials, &token_url) {
+            tracing::warn!(%why, "client credentials cannot be used");
+        }
         Self {
             http,
             credentials,

@@ -324,6 +324,12 @@ fn same_origin_redirects() -> reqwest::redirect::Policy {
         let Some(first) = attempt.previous().first().cloned() else { return attempt.follow() };
         let (from, to) = (first.origin(), attempt.url().origin());
         if from != to {
+            // Origins only: a URL's path or query may carry what should not be logged.
+            tracing::warn!(
+                from = %from.ascii_serialization(),
+                to = %to.ascii_serialization(),
+                "a redirect to another origin was refused"
+            );
             let why = format!(
                 "{} redirected to another origin ({}); not followed, so that credentials and the request \
                  stay with {}: use that URL directly if you trust it",
