@@ -10,10 +10,9 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use futures::StreamExt;
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
 use super::transport::unexpected;
 use super::{Binding, Client, ClientError, ClientResult, Event, EventStream};
