@@ -119,7 +119,7 @@ impl Turn<'_> {
             return Ok(());
         };
         let task = self.client.cancel_task(CancelTaskRequest { tenant: String::new(), id, metadata: None }).await?;
-        self.out.note(&format!("task {} {}", task.id, self.out.state(task.status.state)));
+        self.out.task_state(&task);
         seen.state = Some(task.status.state);
         Ok(())
     }

@@ -6,7 +6,9 @@
 #![allow(clippy::print_stdout, clippy::print_stderr)]
 
 mod chat;
+mod files;
 mod output;
+mod terminal;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -21,14 +23,32 @@ use futures::StreamExt;
 
 use output::Out;
 
+/// What the command line guarantees against an agent it cannot trust (shown by `--help`).
+const GUARANTEES: &str = "\
+What an agent cannot make a2a do:
+  - write outside --output-dir: a file part is saved there under a sanitized base name (its last
+    path segment, plain characters only, no leading dot), never over an existing file or link;
+    each save is reported with its path
+  - drive the terminal: control characters (C0 but newline and tab in multi-line text, DEL, C1,
+    ESC, bidirectional overrides) in its text are shown escaped (\\x1b, \\u{9b}); --json keeps the
+    exact text, JSON-escaped
+  - exhaust memory or time: answers, the card, token answers and each stream event stop at
+    --max-answer-size; every answer within --timeout; a stream within --max-time in all
+  - collect credentials by redirecting: a redirect to another origin (scheme, host, port) is
+    refused, so the API key, token and request never follow it
+  - collect the OAuth client secret: it goes only to --token-url, or to the card's token URL on
+    the card's own origin over HTTPS (plain HTTP only on loopback)
+  - vouch for its own card: with --trusted-jwks only those keys count, no jku is fetched";
+
 /// Talk to an A2A agent.
 #[derive(Debug, Parser)]
-#[command(name = "a2a", version, about)]
+#[command(name = "a2a", version, about, after_help = GUARANTEES)]
 struct Cli {
     /// Print protocol objects as JSON, one per line (for scripts).
     #[arg(long, global = true)]
     json: bool,
-    /// API key (sent in the header the card's apiKey scheme names, default X-API-Key).
+    /// API key (sent in the header the card's apiKey scheme names, default X-API-Key). Credentials
+    /// never follow a redirect to another origin: such a redirect is refused.
     #[arg(long, global = true, env = "A2A_API_KEY", hide_env_values = true)]
     api_key: Option<String>,
     /// Bearer token.
@@ -37,19 +57,35 @@ struct Cli {
     /// OAuth 2.0 client id (client-credentials flow; token URL from the card unless --token-url).
     #[arg(long, global = true, env = "A2A_CLIENT_ID")]
     client_id: Option<String>,
+    /// OAuth 2.0 client secret: sent only to --token-url, or to the card's token URL when that is on
+    /// the card's own origin over HTTPS (plain HTTP only on a loopback host); otherwise refused.
     #[arg(long, global = true, env = "A2A_CLIENT_SECRET", hide_env_values = true)]
     client_secret: Option<String>,
     /// Scopes to ask for, space-separated.
     #[arg(long, global = true, env = "A2A_SCOPES")]
     scopes: Option<String>,
+    /// Token URL of the client-credentials flow, to use instead of the card's (the client secret
+    /// goes there whatever its origin: it is your choice).
     #[arg(long, global = true, env = "A2A_TOKEN_URL")]
     token_url: Option<String>,
     /// JSONRPC, HTTP+JSON or GRPC (default: the card's first this client speaks).
     #[arg(long, global = true, env = "A2A_BINDING")]
     binding: Option<Binding>,
-    /// Seconds to wait for an answer (streams: for each event).
-    #[arg(long, global = true, default_value_t = 120)]
+    /// Seconds to wait for an answer, body included; on a stream, the longest silence between two
+    /// reads (then it reconnects).
+    #[arg(long, global = true, default_value_t = 120, value_name = "SECS")]
     timeout: u64,
+    /// Longest a stream may run in all (send --stream, subscribe, each chat turn), reconnections
+    /// included; then it is closed with an error.
+    #[arg(long, global = true, default_value_t = 3600, value_name = "SECS")]
+    max_time: u64,
+    /// Largest answer read: a response body, the card, a JWKS, a token answer, one stream event
+    /// (bytes, or with a K, M or G suffix: 1024-based). A larger one is an error, never read whole.
+    #[arg(long, global = true, default_value = "16M", value_name = "SIZE", value_parser = parse_size)]
+    max_answer_size: usize,
+    /// Folder where file parts the agent sends are saved (it must exist).
+    #[arg(long, global = true, default_value = ".", value_name = "DIR")]
+    output_dir: PathBuf,
     #[command(subcommand)]
     command: Command,
 }
@@ -62,11 +98,12 @@ enum Command {
         /// Verify the card's signatures (keys from their jku on the card's origin, or --trusted-jwks).
         #[arg(long)]
         verify: bool,
-        /// A JWKS (or JWK) file whose keys are trusted as they are.
+        /// A JWKS (or JWK) file whose keys are trusted as they are. When given, only these keys
+        /// count: no jku is fetched (the card's host could otherwise vouch for a card it re-signed).
         #[arg(long, requires = "verify")]
         trusted_jwks: Vec<PathBuf>,
         /// An origin besides the card's own whose jku may be fetched (https://keys.example.com).
-        #[arg(long, requires = "verify")]
+        #[arg(long, requires = "verify", conflicts_with = "trusted_jwks")]
         allow_jku: Vec<String>,
     },
     /// Send a message: a new task, or a follow-up with --task.
@@ -175,8 +212,8 @@ impl Exit {
     pub fn of_error(e: &ClientError) -> Self {
         match e {
             ClientError::Protocol(_) | ClientError::Http { .. } => Self::Refused,
-            ClientError::Transport(_) | ClientError::Timeout => Self::Unreachable,
-            ClientError::InvalidResponse(_) => Self::Invalid,
+            ClientError::Transport(_) | ClientError::Timeout | ClientError::TooLong(_) => Self::Unreachable,
+            ClientError::InvalidResponse(_) | ClientError::TooLarge(_) => Self::Invalid,
             ClientError::Card(_) | ClientError::Credentials(_) => Self::Setup,
             ClientError::Signature(_) => Self::Untrusted,
         }
@@ -200,7 +237,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let out = Out::new(cli.json);
+    let out = Out::new(cli.json, cli.output_dir.clone());
     let code = runtime.block_on(run(cli, &out));
     ExitCode::from(code as u8)
 }
@@ -222,6 +259,8 @@ impl Cli {
             credentials,
             prefer: self.binding,
             timeout: Duration::from_secs(self.timeout.max(1)),
+            max_answer_bytes: self.max_answer_size,
+            stream_time: Duration::from_secs(self.max_time.max(1)),
             ..ClientOptions::default()
         }
     }
@@ -229,9 +268,17 @@ impl Cli {
 
 async fn run(cli: Cli, out: &Out) -> Exit {
     match execute(&cli, out).await {
+        // A file part that could not be saved is lost: the command did not do all it should (a
+        // task's own failure code, if any, says more and is kept).
+        Ok(Exit::Ok) if out.save_failed() => Exit::Setup,
         Ok(exit) => exit,
         Err(Failure::Client(e)) => {
-            out.error(&e.to_string());
+            let hint = match e {
+                ClientError::TooLarge(_) => " (raise it with --max-answer-size)",
+                ClientError::TooLong(_) => " (raise it with --max-time)",
+                _ => "",
+            };
+            out.error(&format!("{e}{hint}"));
             Exit::of_error(&e)
         }
         Err(Failure::Local(why)) => {
@@ -426,6 +473,20 @@ fn media_type(path: &std::path::Path) -> &'static str {
     }
 }
 
+/// `16M`, `512K`, `1G` (1024-based; a trailing `B` or `iB` is allowed) or plain bytes.
+fn parse_size(s: &str) -> Result<usize, String> {
+    let t = s.trim().to_ascii_uppercase();
+    let t = t.strip_suffix("IB").or_else(|| t.strip_suffix('B')).unwrap_or(&t);
+    let (digits, unit) = match t.char_indices().last() {
+        Some((i, 'K')) => (&t[..i], 1usize << 10),
+        Some((i, 'M')) => (&t[..i], 1 << 20),
+        Some((i, 'G')) => (&t[..i], 1 << 30),
+        _ => (t, 1),
+    };
+    let n: usize = digits.trim().parse().map_err(|_| format!("{s:?} is not a size such as 16M, 512K or 1000000"))?;
+    n.checked_mul(unit).filter(|n| *n > 0).ok_or_else(|| format!("{s:?} is not a usable size"))
+}
+
 /// `working`, `input-required`, `TASK_STATE_COMPLETED`, ... as a state.
 fn parse_state(s: &str) -> Option<TaskState> {
     let wire = s.trim().to_ascii_uppercase().replace('-', "_");
@@ -436,4 +497,29 @@ fn parse_state(s: &str) -> Option<TaskState> {
 /// Bytes of a file part, decoded (raw parts travel base64-encoded in JSON).
 pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
     base64::engine::general_purpose::STANDARD.decode(text).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_read_with_units() {
+        assert_eq!(parse_size("16M"), Ok(16 << 20));
+        assert_eq!(parse_size("16MiB"), Ok(16 << 20));
+        assert_eq!(parse_size("512k"), Ok(512 << 10));
+        assert_eq!(parse_size("1G"), Ok(1 << 30));
+        assert_eq!(parse_size("1000"), Ok(1000));
+        assert!(parse_size("0").is_err() && parse_size("lots").is_err() && parse_size("-1M").is_err());
+    }
+
+    #[test]
+    fn the_help_names_the_bounds_and_their_defaults() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        for text in ["--max-answer-size", "[default: 16M]", "--max-time", "[default: 3600]", "--output-dir"] {
+            assert!(help.contains(text), "{text} in {help}");
+        }
+        assert!(help.contains("on the card's own origin over HTTPS"), "{help}");
+    }
 }

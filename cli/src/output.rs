@@ -1,8 +1,11 @@
 //! What the command line prints: protocol objects as JSON lines (`--json`), or for people: states in
 //! colour and elapsed time on a terminal, a spinner while waiting, artifacts printed as they stream
-//! and files saved to the working directory. Errors go to stderr.
+//! and files saved to the chosen folder (see [`crate::files`]). Errors go to stderr. Every piece of
+//! server text printed for people goes through [`crate::terminal`] first.
 
+use std::cell::Cell;
 use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -10,20 +13,34 @@ use a2a::client::{Binding, Event};
 use a2a::types::*;
 use serde::Serialize;
 
+use crate::files;
+use crate::terminal::{line, text};
+
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
 pub struct Out {
     json: bool,
     /// stdout and stderr are terminals: colour, spinner.
     tty: bool,
+    /// Where file parts are saved.
+    output_dir: PathBuf,
+    /// A file part could not be saved (the command then ends with a failure code).
+    save_failed: Cell<bool>,
+    /// File parts saved so far (at most [`files::MAX_FILES`]).
+    saved: Cell<usize>,
 }
 
 impl Out {
-    pub fn new(json: bool) -> Self {
+    pub fn new(json: bool, output_dir: PathBuf) -> Self {
         let tty = std::io::stdout().is_terminal()
             && std::io::stderr().is_terminal()
             && std::env::var_os("NO_COLOR").is_none();
-        Self { json, tty }
+        Self { json, tty, output_dir, save_failed: Cell::new(false), saved: Cell::new(0) }
+    }
+
+    /// Whether a file part could not be saved.
+    pub fn save_failed(&self) -> bool {
+        self.save_failed.get()
     }
 
     fn json_line(&self, value: &impl Serialize) {
@@ -52,29 +69,40 @@ impl Out {
         self.paint(&format!("1;{code}"), name)
     }
 
+    /// An error (it may quote the agent: neutralised).
     pub fn error(&self, why: &str) {
-        eprintln!("{} {why}", self.paint("1;31", "a2a: error:"));
+        eprintln!("{} {}", self.paint("1;31", "a2a: error:"), line(why));
     }
 
-    pub fn note(&self, text: &str) {
+    /// A line for people (it may quote the agent: neutralised); stderr with `--json`.
+    pub fn note(&self, note: &str) {
+        let note = line(note);
         if self.json {
-            eprintln!("{text}");
+            eprintln!("{note}");
         } else {
-            println!("{text}");
+            println!("{note}");
         }
+    }
+
+    /// `task ID STATE`, as a note.
+    pub fn task_state(&self, task: &Task) {
+        if self.json {
+            return eprintln!("task {} {}", line(&task.id), self.state(task.status.state));
+        }
+        println!("task {} {}", line(&task.id), self.state(task.status.state));
     }
 
     pub fn card(&self, card: &AgentCard, binding: Binding) {
         if self.json {
             return self.json_line(card);
         }
-        println!("{} {}", self.paint("1", &card.name), self.paint("2", &format!("v{}", card.version)));
+        println!("{} {}", self.paint("1", &line(&card.name)), self.paint("2", &format!("v{}", line(&card.version))));
         if !card.description.is_empty() {
-            println!("{}", card.description);
+            println!("{}", text(&card.description));
         }
         println!("interfaces (using {}):", binding.name());
         for i in &card.supported_interfaces {
-            println!("  {} {} {}", i.protocol_binding, i.protocol_version, i.url);
+            println!("  {} {} {}", line(&i.protocol_binding), line(&i.protocol_version), line(&i.url));
         }
         let caps = &card.capabilities;
         let on = |b: Option<bool>| if b.unwrap_or(false) { "yes" } else { "no" };
@@ -85,10 +113,11 @@ impl Out {
             on(caps.extended_agent_card)
         );
         if !card.security_schemes.is_empty() {
-            println!("security: {}", card.security_schemes.keys().cloned().collect::<Vec<_>>().join(", "));
+            let names: Vec<_> = card.security_schemes.keys().map(|k| line(k)).collect();
+            println!("security: {}", names.join(", "));
         }
         for skill in &card.skills {
-            println!("  skill {}: {}", self.paint("1", &skill.name), skill.description);
+            println!("  skill {}: {}", self.paint("1", &line(&skill.name)), text(&skill.description));
         }
     }
 
@@ -96,13 +125,13 @@ impl Out {
         if self.json {
             return self.json_line(task);
         }
-        println!("task {}  {}  context {}", task.id, self.state(task.status.state), task.context_id);
+        println!("task {}  {}  context {}", line(&task.id), self.state(task.status.state), line(&task.context_id));
         if let Some(message) = &task.status.message {
-            self.parts(&message.parts, "");
+            self.parts(&message.parts, &message.message_id);
         }
         for artifact in task.artifacts.iter().flatten() {
             let name = if artifact.name.is_empty() { &artifact.artifact_id } else { &artifact.name };
-            println!("{}", self.paint("2", &format!("── artifact {name}")));
+            println!("{}", self.paint("2", &format!("── artifact {}", line(name))));
             self.parts(&artifact.parts, &artifact.artifact_id);
         }
     }
@@ -120,11 +149,12 @@ impl Out {
         }
         for task in &list.tasks {
             let updated = task.status.timestamp.map(|t| t.to_rfc3339()).unwrap_or_default();
-            println!("{}  {:<16}  {}  {}", task.id, self.state(task.status.state), updated, task.context_id);
+            let (id, context) = (line(&task.id), line(&task.context_id));
+            println!("{id}  {:<16}  {updated}  {context}", self.state(task.status.state));
         }
         println!("{}", self.paint("2", &format!("{} of {} tasks", list.tasks.len(), list.total_size)));
         if !list.next_page_token.is_empty() {
-            println!("next page: --page-token {}", list.next_page_token);
+            println!("next page: --page-token {}", line(&list.next_page_token));
         }
     }
 
@@ -132,34 +162,56 @@ impl Out {
         if self.json {
             return self.json_line(config);
         }
-        println!("{}  task {}  -> {}", config.id, config.task_id, config.url);
+        println!("{}  task {}  -> {}", line(&config.id), line(&config.task_id), line(&config.url));
     }
 
     /// Text printed, files saved (named after the part, else `owner-N`), links shown.
     fn parts(&self, parts: &[Part], owner: &str) {
         // Text parts run on (an artifact streamed in chunks reads as one text).
-        let mut text = String::new();
+        let mut run = String::new();
         for (n, part) in parts.iter().enumerate() {
             if let PartContent::Text(t) = &part.content {
-                text.push_str(t);
+                run.push_str(t);
                 continue;
             }
-            let run = std::mem::take(&mut text);
+            let run = std::mem::take(&mut run);
             if !run.is_empty() {
-                println!("{run}");
+                println!("{}", text(&run));
             }
             match &part.content {
                 PartContent::Text(_) => {}
-                PartContent::Data(value) => println!("{value}"),
-                PartContent::Url(url) => println!("{url}"),
-                PartContent::Raw(bytes) => match save(part, owner, n, bytes) {
-                    Ok(path) => println!("{}", self.paint("2", &format!("saved {} ({} bytes)", path, bytes.len()))),
-                    Err(e) => self.error(&format!("cannot save a file part: {e}")),
-                },
+                PartContent::Data(value) => println!("{}", text(&value.to_string())),
+                PartContent::Url(url) => println!("{}", line(url)),
+                PartContent::Raw(bytes) => self.save(part, &format!("{owner}-{n}.bin"), bytes),
             }
         }
-        if !text.is_empty() {
-            println!("{text}");
+        if !run.is_empty() {
+            println!("{}", text(&run));
+        }
+    }
+
+    /// Saves a file part in the chosen folder (its own name if it has one, else `fallback`), and
+    /// says where it went.
+    fn save(&self, part: &Part, fallback: &str, bytes: &[u8]) {
+        if self.saved.get() >= files::MAX_FILES {
+            if !self.save_failed.replace(true) {
+                self.error(&format!(
+                    "the agent sent more than {} file parts; the rest are not saved",
+                    files::MAX_FILES
+                ));
+            }
+            return;
+        }
+        match files::save(&self.output_dir, &part.filename, fallback, bytes) {
+            Ok(path) => {
+                self.saved.set(self.saved.get() + 1);
+                let shown = path.strip_prefix(".").unwrap_or(&path).display().to_string();
+                println!("{}", self.paint("2", &format!("saved {} ({} bytes)", line(&shown), bytes.len())));
+            }
+            Err(e) => {
+                self.save_failed.set(true);
+                self.error(&format!("cannot save a file part: {e}"));
+            }
         }
     }
 
@@ -171,24 +223,6 @@ impl Out {
     pub fn live(&self) -> Live<'_> {
         Live { out: self, started: Instant::now(), spinner: self.spinner("connecting"), state: None, in_text: false }
     }
-}
-
-/// Saves a file part in the working directory without overwriting anything.
-fn save(part: &Part, owner: &str, n: usize, bytes: &[u8]) -> std::io::Result<String> {
-    let name = std::path::Path::new(&part.filename).file_name().map(|f| f.to_string_lossy().into_owned());
-    let base = name.filter(|n| !n.is_empty()).unwrap_or_else(|| format!("{owner}-{n}.bin"));
-    let mut path = base.clone();
-    for i in 1..1000 {
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&path) {
-            Ok(mut f) => {
-                f.write_all(bytes)?;
-                return Ok(path);
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => path = format!("{i}-{base}"),
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other("too many files of that name"))
 }
 
 /// A spinner line on stderr, redrawn every 100 ms with the elapsed time.
@@ -283,21 +317,22 @@ impl Live<'_> {
         match &event.event {
             StreamResponse::Task(task) => {
                 self.end_text();
-                println!("{elapsed} task {} {} (context {})", task.id, out.state(task.status.state), task.context_id);
+                let (id, context) = (line(&task.id), line(&task.context_id));
+                println!("{elapsed} task {id} {} (context {context})", out.state(task.status.state));
                 self.state = Some(task.status.state);
             }
             StreamResponse::StatusUpdate(update) => {
                 self.end_text();
-                let text = update.status.message.as_deref().map(Message::text).unwrap_or_default();
-                println!("{elapsed} {} {text}", out.state(update.status.state));
+                let said = update.status.message.as_deref().map(Message::text).unwrap_or_default();
+                println!("{elapsed} {} {}", out.state(update.status.state), text(&said));
                 self.state = Some(update.status.state);
             }
             StreamResponse::ArtifactUpdate(update) => {
                 for (n, part) in update.artifact.parts.iter().enumerate() {
                     match &part.content {
-                        PartContent::Text(text) => {
+                        PartContent::Text(chunk) => {
                             self.spinner.pause(true);
-                            print!("{text}");
+                            print!("{}", text(chunk));
                             self.in_text = true;
                         }
                         _ => {

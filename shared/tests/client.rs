@@ -260,3 +260,125 @@ async fn an_unreachable_agent_and_a_missing_card_are_told_apart() {
     let err = Client::connect(&url, ClientOptions::default()).await.unwrap_err();
     assert!(matches!(err, ClientError::Card(_)), "{err:?}");
 }
+
+/// What the hostile server of [`hostile_server`] does with a request to one of its paths.
+enum Reply {
+    /// These bytes, then the connection closes.
+    Bytes(Vec<u8>),
+    /// A 200 with this content type whose body never ends (bounded here: 256 MiB).
+    Endless(&'static str),
+    /// An event stream: a submitted task, then keep-alive comments every 50 ms (bounded here: 20 s).
+    ForeverStream,
+}
+
+/// A hostile agent on 127.0.0.1: its card at `/{name}/.well-known/agent-card.json` names the
+/// JSON-RPC interface `/{name}`, answered by `reply(name)`; records each request it gets.
+async fn hostile_server(
+    reply: impl Fn(&str) -> Reply + Send + Sync + 'static,
+) -> (String, Arc<std::sync::Mutex<Vec<String>>>) {
+    let reply = Arc::new(reply);
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (url, log) = (base.clone(), seen.clone());
+    tokio::spawn(async move {
+        while let Ok((mut conn, _)) = listener.accept().await {
+            let (url, log, reply) = (url.clone(), log.clone(), reply.clone());
+            tokio::spawn(async move {
+                let mut request = Vec::new();
+                let mut buf = [0u8; 4096];
+                while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 65536 {
+                    match conn.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => request.extend_from_slice(&buf[..n]),
+                    }
+                }
+                let request = String::from_utf8_lossy(&request).into_owned();
+                log.lock().unwrap().push(request.clone());
+                let path = request.split_whitespace().nth(1).unwrap_or("/").to_string();
+                let name = path.trim_start_matches('/').split('/').next().unwrap_or("").to_string();
+                let reply = if path.ends_with("/.well-known/agent-card.json") {
+                    let card = serde_json::json!({
+                        "name": "hostile", "description": "", "version": "1",
+                        "supportedInterfaces": [{"url": format!("{url}/{name}"), "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
+                        "capabilities": {"streaming": true}, "defaultInputModes": [], "defaultOutputModes": [], "skills": []
+                    })
+                    .to_string();
+                    let head = format!("HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n", card.len());
+                    Reply::Bytes([head.into_bytes(), card.into_bytes()].concat())
+                } else {
+                    reply(&name)
+                };
+                let _ = match reply {
+                    Reply::Bytes(bytes) => conn.write_all(&bytes).await,
+                    Reply::Endless(content_type) => {
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: {content_type}\r\nconnection: close\r\n\r\n{{\"x\": \""
+                        );
+                        let mut result = conn.write_all(head.as_bytes()).await;
+                        let chunk = vec![b'a'; 64 * 1024];
+                        for _ in 0..4096 {
+                            if result.is_err() {
+                                break;
+                            }
+                            result = conn.write_all(&chunk).await;
+                        }
+                        result
+                    }
+                    Reply::ForeverStream => {
+                        let task = r#"{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}}"#;
+                        let head = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\ndata: {task}\n\n");
+                        let mut result = conn.write_all(head.as_bytes()).await;
+                        for _ in 0..400 {
+                            if result.is_err() {
+                                break;
+                            }
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            result = conn.write_all(b": keep-alive\n\n").await;
+                        }
+                        result
+                    }
+                };
+            });
+        }
+    });
+    (base, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_answers_are_bounded_and_credentials_stay_on_their_origin() {
+    let (elsewhere, reached) =
+        hostile_server(|_| Reply::Bytes(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n".to_vec())).await;
+    let to_elsewhere =
+        format!("HTTP/1.1 307 Temporary Redirect\r\nlocation: {elsewhere}/\r\ncontent-length: 0\r\n\r\n");
+    let (agent, _) = hostile_server(move |name| match name {
+        "redirect" => Reply::Bytes(to_elsewhere.clone().into_bytes()),
+        "endless" => Reply::Endless("application/json"),
+        _ => Reply::ForeverStream,
+    })
+    .await;
+    let opts = ClientOptions {
+        credentials: Credentials::ApiKey("k1-secret".into()),
+        timeout: Duration::from_secs(10),
+        max_answer_bytes: 1 << 20,
+        stream_time: Duration::from_secs(1),
+        ..Default::default()
+    };
+    // A call redirected to another origin (another port): refused, the API key not sent there.
+    let redirecting = Client::connect(&format!("{agent}/redirect"), opts.clone()).await.unwrap();
+    match redirecting.send_text("hi").await {
+        Err(ClientError::Transport(why)) => assert!(why.contains("redirected to another origin"), "{why}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(reached.lock().unwrap().is_empty(), "nothing reached another origin");
+    let endless = Client::connect(&format!("{agent}/endless"), opts.clone()).await.unwrap();
+    assert_eq!(endless.send_text("hi").await.unwrap_err(), ClientError::TooLarge(1 << 20));
+    let stream = endless.send_streaming_message(request(Message::user_text("hi"))).await.map(|_| ()).unwrap_err();
+    assert_eq!(stream, ClientError::TooLarge(1 << 20), "a stream answered with endless JSON");
+    let forever = Client::connect(&format!("{agent}/forever"), opts).await.unwrap();
+    let started = std::time::Instant::now();
+    let events: Vec<_> =
+        forever.send_streaming_message(request(Message::user_text("hi"))).await.unwrap().collect().await;
+    assert!(matches!(events.last(), Some(Err(ClientError::TooLong(_)))), "{events:?}");
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+}

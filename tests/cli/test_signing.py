@@ -215,6 +215,27 @@ def test_where_the_sdk_deviates_the_spec_example_decides(files, tmp_path):
     assert run("card", files.base, "--verify", "--trusted-jwks", str(jwks)).returncode == 0
 
 
+def test_with_trusted_keys_a_jku_counts_for_nothing(files, tmp_path):
+    """A card its host altered and re-signed with a key of its own, published at a jku on the card's
+    origin: with --trusted-jwks it does not verify (only the trusted keys count, no jku is fetched);
+    without trusted keys, the jku on the card's origin is what there is to go by."""
+    jku = f"{files.base}/.well-known/jwks.json"
+    card, trusted = sdk_signed(full_card(files.base), "es256", jku)
+    jwks = tmp_path / "trusted.json"
+    jwks.write_text(json.dumps({"keys": [trusted]}))
+    files.files["/.well-known/jwks.json"] = {"keys": [trusted]}
+    files.files["/.well-known/agent-card.json"] = card
+    assert run("card", files.base, "--verify", "--trusted-jwks", str(jwks)).returncode == 0
+    resigned, own = sdk_signed({**full_card(files.base), "description": "Altered"}, "rs256", jku)
+    files.files["/.well-known/jwks.json"] = {"keys": [trusted, own]}
+    files.files["/.well-known/agent-card.json"] = resigned
+    assert run("card", files.base, "--verify").returncode == 0
+    r = run("card", files.base, "--verify", "--trusted-jwks", str(jwks))
+    assert r.returncode == 9 and "only the trusted keys count" in r.stderr, r.stderr
+    both = run("card", files.base, "--verify", "--trusted-jwks", str(jwks), "--allow-jku", files.base)
+    assert both.returncode == 2 and "cannot be used with" in both.stderr, both.stderr
+
+
 @pytest.mark.parametrize("backend", ["memory", "aws"])
 def test_push_notifications_are_signed_and_verify_with_pyjwt(backend, tmp_path):
     """Each webhook POST carries A2A-Notification-Signature, a JWT a receiver checks with PyJWT and

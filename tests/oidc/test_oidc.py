@@ -405,13 +405,19 @@ def test_key_rotation_while_the_server_runs(tmp_path, backend):
 # --- the a2a command line as an OAuth 2.0 client ---------------------------------------------------
 
 
-def test_the_command_line_gets_its_token_from_the_cards_client_credentials_flow(server):
-    """`a2a` with a client id and secret: the token URL comes from the card's oauth2 scheme, the
-    token from the provider; the secret never appears in what it prints."""
+def test_the_command_line_gets_its_token_from_the_client_credentials_flow(server, provider):
+    """`a2a` with a client id and secret. The card's oauth2 scheme names the provider's token URL,
+    on another origin than the card's (another port): the client secret is not sent there on the
+    card's word (exit 7, the reason said); with that token URL given (A2A_TOKEN_URL) the token comes
+    from the provider. The secret never appears in what it prints."""
     binary = os.environ.get("A2A_BIN")
     if not binary:
         pytest.fail("A2A_BIN is not set (run through scripts/test)")
     env = {**os.environ, "A2A_CLIENT_ID": "alice", "A2A_CLIENT_SECRET": "alice-secret", "A2A_SCOPES": "a2a.call"}
+    env.pop("A2A_TOKEN_URL", None)
+    declared = subprocess.run([binary, "send", server, "hi"], capture_output=True, text=True, env=env, timeout=60)
+    assert declared.returncode == 7 and f"the card's token URL {provider.issuer}/token is not on the card's origin" in declared.stderr, declared.stderr
+    env["A2A_TOKEN_URL"] = f"{provider.issuer}/token"
     ok = subprocess.run([binary, "--json", "send", server, "hello with a token"], capture_output=True, text=True, env=env, timeout=60)
     assert ok.returncode == 0, ok.stderr
     assert json.loads(ok.stdout)["status"]["state"] == "TASK_STATE_COMPLETED"
@@ -422,5 +428,5 @@ def test_the_command_line_gets_its_token_from_the_cards_client_credentials_flow(
     wrong = {**env, "A2A_CLIENT_SECRET": "not-the-secret"}
     bad = subprocess.run([binary, "send", server, "hi"], capture_output=True, text=True, env=wrong, timeout=60)
     assert bad.returncode == 7 and "token endpoint" in bad.stderr
-    for r in (ok, refused, bad):
+    for r in (declared, ok, refused, bad):
         assert "alice-secret" not in r.stdout + r.stderr

@@ -2,6 +2,11 @@
 //! names), a bearer token, or OAuth 2.0 client credentials exchanged at the token URL of the card's
 //! client-credentials flow (or the one given), the token cached until shortly before it expires.
 //! Credentials are never printed: `Debug` redacts them.
+//!
+//! The client secret goes only where the caller meant it to: to the token URL the caller gave, or
+//! to the card's token URL when that is on the card's own origin over HTTPS (plain HTTP only on a
+//! loopback host). A card may name any URL; without this rule whoever serves a card could collect
+//! the secret by declaring a token URL of its choosing.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,7 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use super::{ClientError, ClientResult};
+use super::{ClientError, ClientOptions, ClientResult};
 use crate::auth::DEFAULT_API_KEY_HEADER;
 use crate::types::{AgentCard, OAuthFlows, SecurityScheme};
 
@@ -52,7 +57,9 @@ pub(crate) struct Authorizer {
     http: reqwest::Client,
     credentials: Credentials,
     api_key_header: String,
-    token_url: Option<String>,
+    /// Where the client secret may be sent, or why the card's token URL may not be used.
+    token_url: Result<String, String>,
+    max_answer_bytes: usize,
     /// The client-credentials token and when to stop using it.
     token: Arc<Mutex<Option<(String, Instant)>>>,
     /// The AWS credentials provider, looked up on first use.
@@ -62,9 +69,48 @@ pub(crate) struct Authorizer {
 
 /// A token is renewed this long before it expires.
 const RENEW_BEFORE: Duration = Duration::from_secs(30);
+/// The longest a token request may take, answer included.
+const TOKEN_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Whether the client secret may go to `token_url`, declared by the card fetched from `card_url`:
+/// only on the card's own origin (who serves the card is who the caller chose to trust), over
+/// HTTPS unless the host is loopback (the secret would otherwise cross the network in clear).
+fn card_token_url(token_url: &str, card_url: &str) -> Result<(), String> {
+    let refuse = |why: &str| {
+        Err(format!(
+            "the card's token URL {token_url} {why}; the client secret is sent only to a token URL you give, \
+             or to one on the card's own origin over HTTPS (plain HTTP only on loopback)"
+        ))
+    };
+    let (Ok(token), Ok(card)) = (url::Url::parse(token_url), url::Url::parse(card_url)) else {
+        return refuse("is not a URL");
+    };
+    if token.origin() != card.origin() {
+        return refuse(&format!("is not on the card's origin ({})", card.origin().ascii_serialization()));
+    }
+    let loopback = match token.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    };
+    match token.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => refuse("is not HTTPS"),
+    }
+}
 
 impl Authorizer {
-    pub(crate) fn new(http: reqwest::Client, card: &AgentCard, credentials: Credentials) -> Self {
+    /// `card_url`: where the card was fetched from (`None`: the caller gave the card, and vouches
+    /// for its token URL as for one it gave).
+    pub(crate) fn new(
+        http: reqwest::Client,
+        card: &AgentCard,
+        card_url: Option<&str>,
+        options: &ClientOptions,
+    ) -> Self {
+        let credentials = options.credentials.clone();
         let api_key_header = card
             .security_schemes
             .values()
@@ -75,21 +121,30 @@ impl Authorizer {
                 _ => None,
             })
             .unwrap_or_else(|| DEFAULT_API_KEY_HEADER.to_string());
-        let token_url = match &credentials {
-            Credentials::ClientCredentials { token_url: Some(url), .. } => Some(url.clone()),
-            _ => card.security_schemes.values().find_map(|s| match s {
-                SecurityScheme::Oauth2SecurityScheme(o) => match &o.flows {
-                    OAuthFlows::ClientCredentials(flow) if !flow.token_url.is_empty() => Some(flow.token_url.clone()),
-                    _ => None,
-                },
+        let declared = card.security_schemes.values().find_map(|s| match s {
+            SecurityScheme::Oauth2SecurityScheme(o) => match &o.flows {
+                OAuthFlows::ClientCredentials(flow) if !flow.token_url.is_empty() => Some(flow.token_url.clone()),
                 _ => None,
-            }),
+            },
+            _ => None,
+        });
+        let token_url = match (&credentials, declared) {
+            (Credentials::ClientCredentials { token_url: Some(url), .. }, _) => Ok(url.clone()),
+            (_, Some(url)) => match card_url {
+                Some(card_url) => card_token_url(&url, card_url).map(|()| url),
+                None => Ok(url),
+            },
+            (_, None) => Err("the card declares no OAuth 2.0 client-credentials flow; give a token URL".to_string()),
         };
+        if let (Credentials::ClientCredentials { .. }, Err(why)) = (&credentials, &token_url) {
+            tracing::warn!(%why, "client credentials cannot be used");
+        }
         Self {
             http,
             credentials,
             api_key_header,
             token_url,
+            max_answer_bytes: options.max_answer_bytes,
             token: Arc::new(Mutex::new(None)),
             #[cfg(feature = "aws")]
             aws: Arc::default(),
@@ -173,9 +228,7 @@ impl Authorizer {
                 return Ok(token.clone());
             }
         }
-        let url = self.token_url.as_deref().ok_or_else(|| {
-            ClientError::Credentials("the card declares no OAuth 2.0 client-credentials flow; give a token URL".into())
-        })?;
+        let url = self.token_url.as_deref().map_err(|why| ClientError::Credentials(why.clone()))?;
         let mut form = vec![
             ("grant_type", "client_credentials".to_string()),
             ("client_id", client_id.clone()),
@@ -188,12 +241,15 @@ impl Authorizer {
             .http
             .post(url)
             .form(&form)
-            .timeout(Duration::from_secs(30))
+            .timeout(TOKEN_TIMEOUT)
             .send()
             .await
-            .map_err(|e| ClientError::Credentials(format!("token endpoint {url}: {e}")))?;
+            .map_err(|e| ClientError::Credentials(format!("token endpoint {url}: {}", super::root_cause(&e))))?;
         let status = resp.status().as_u16();
-        let body: Value = resp.bytes().await.ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or(Value::Null);
+        let body = match super::body::read(resp, self.max_answer_bytes, TOKEN_TIMEOUT).await {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            Err(e) => return Err(ClientError::Credentials(format!("token endpoint {url}: {e}"))),
+        };
         let token = body.get("access_token").and_then(Value::as_str).filter(|_| status == 200).ok_or_else(|| {
             let why = body.get("error_description").or_else(|| body.get("error")).and_then(Value::as_str);
             ClientError::Credentials(format!(
@@ -204,5 +260,26 @@ impl Authorizer {
         let lifetime = Duration::from_secs(body.get("expires_in").and_then(Value::as_u64).unwrap_or(300));
         *cached = Some((token.to_string(), Instant::now() + lifetime.saturating_sub(RENEW_BEFORE)));
         Ok(token.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_secret_goes_only_to_the_cards_origin_over_https_or_to_loopback() {
+        let ok = |token: &str, card: &str| card_token_url(token, card).is_ok();
+        assert!(ok("https://agent.example/oauth/token", "https://agent.example/.well-known/agent-card.json"));
+        assert!(ok("http://127.0.0.1:8080/token", "http://127.0.0.1:8080/.well-known/agent-card.json"));
+        assert!(ok("http://localhost:8080/token", "http://localhost:8080/card.json"));
+        assert!(ok("http://[::1]:8080/token", "http://[::1]:8080/card.json"));
+        assert!(!ok("https://evil.example/token", "https://agent.example/card.json"), "another host");
+        assert!(!ok("https://agent.example:8443/token", "https://agent.example/card.json"), "another port");
+        assert!(!ok("http://127.0.0.1:9/token", "http://127.0.0.1:8080/card.json"), "another loopback port");
+        assert!(!ok("http://agent.example/token", "http://agent.example/card.json"), "plain HTTP off loopback");
+        assert!(!ok("not a url", "https://agent.example/card.json"));
+        let why = card_token_url("http://127.0.0.1:9/token", "http://127.0.0.1:8080/c.json").unwrap_err();
+        assert!(why.contains("not on the card's origin (http://127.0.0.1:8080)"), "{why}");
     }
 }

@@ -2,6 +2,8 @@
 //! `/.well-known/agent.json`, read into the 1.0 model; and the interface a client uses, the first one
 //! in the card's order whose binding and version it speaks.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use super::{ClientError, ClientResult};
@@ -56,38 +58,56 @@ impl std::str::FromStr for Binding {
     }
 }
 
+/// Bounds of one document fetched (a card, a JWKS): its size, and the time to get it whole.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_bytes: usize,
+    /// At most [`CARD_TIMEOUT`] is waited whatever this says.
+    pub timeout: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { max_bytes: super::DEFAULT_MAX_ANSWER_BYTES, timeout: CARD_TIMEOUT }
+    }
+}
+
+/// The longest a card or JWKS fetch may take, body included.
+pub const CARD_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// The card at `base`: a URL that is the card itself, or an agent's base URL.
-pub async fn fetch_card(http: &reqwest::Client, base: &str) -> ClientResult<AgentCard> {
-    read_card(fetch_card_json(http, base).await?.1)
+pub async fn fetch_card(http: &reqwest::Client, base: &str, limits: Limits) -> ClientResult<AgentCard> {
+    read_card(fetch_card_json(http, base, limits).await?.1)
 }
 
 /// The card at `base` as received, and the URL it came from.
-pub async fn fetch_card_json(http: &reqwest::Client, base: &str) -> ClientResult<(String, Value)> {
+pub async fn fetch_card_json(http: &reqwest::Client, base: &str, limits: Limits) -> ClientResult<(String, Value)> {
     let base = base.trim_end_matches('/');
     if base.ends_with(".json") {
-        let card = get(http, base).await?.ok_or_else(|| ClientError::Card(format!("{base}: not found")))?;
+        let card = get(http, base, limits).await?.ok_or_else(|| ClientError::Card(format!("{base}: not found")))?;
         return Ok((base.to_string(), card));
     }
     for path in [WELL_KNOWN_PATH, LEGACY_WELL_KNOWN_PATH] {
         let url = format!("{base}{path}");
-        if let Some(card) = get(http, &url).await? {
+        if let Some(card) = get(http, &url, limits).await? {
             return Ok((url, card));
         }
     }
     Err(ClientError::Card(format!("{base} serves no agent card ({WELL_KNOWN_PATH} or {LEGACY_WELL_KNOWN_PATH})")))
 }
 
-/// The JSON at `url`; `None` on 404.
-pub(crate) async fn get(http: &reqwest::Client, url: &str) -> ClientResult<Option<Value>> {
-    let resp = http.get(url).header("A2A-Version", "1.0").timeout(std::time::Duration::from_secs(30)).send().await?;
+/// The JSON at `url`; `None` on 404. Only a 200's body is read (up to `limits`).
+pub(crate) async fn get(http: &reqwest::Client, url: &str, limits: Limits) -> ClientResult<Option<Value>> {
+    let timeout = limits.timeout.min(CARD_TIMEOUT);
+    let resp = http.get(url).header("A2A-Version", "1.0").timeout(timeout).send().await?;
     let status = resp.status().as_u16();
     if status == 404 {
         return Ok(None);
     }
-    let body = resp.bytes().await?;
     if status != 200 {
         return Err(ClientError::Card(format!("{url}: HTTP {status}")));
     }
+    let body = super::body::read(resp, limits.max_bytes, timeout).await?;
     serde_json::from_slice(&body).map(Some).map_err(|e| ClientError::Card(format!("{url}: not JSON: {e}")))
 }
 

@@ -110,7 +110,7 @@ impl Client {
         let path = PathAndQuery::from_str(&format!("/{SERVICE_NAME}/{method}"))
             .map_err(|e| ClientError::InvalidResponse(e.to_string()))?;
         let mut grpc = tonic::client::Grpc::new(self.channel().await?)
-            .max_decoding_message_size(super::stream::MAX_EVENT)
+            .max_decoding_message_size(self.options.max_answer_bytes)
             .max_encoding_message_size(usize::MAX);
         grpc.ready().await.map_err(|e| ClientError::Transport(super::root_cause(&e)))?;
         Ok((grpc, path, req))

@@ -3,6 +3,11 @@
 //! resume by themselves after a dropped connection, gRPC with the feature `client-grpc`, credentials (API key, bearer token, OAuth 2.0
 //! client credentials from the card's declared flow), and typed errors carrying the protocol error.
 //!
+//! What an agent answers is bounded: every answer body, card, token answer and stream event is read
+//! up to [`ClientOptions::max_answer_bytes`] and within [`ClientOptions::timeout`], a stream runs at
+//! most [`ClientOptions::stream_time`] in all, and a redirect is followed only within the origin the
+//! request went to (credentials and the request never reach another origin through one).
+//!
 //! - [`discovery`]: fetching the card and choosing the interface.
 //! - [`credentials`]: what a request carries to authenticate, tokens cached and refreshed.
 //! - [`transport`]: one operation as a JSON-RPC call or an HTTP+JSON request.
@@ -17,6 +22,7 @@
 //! # Ok(()) }
 //! ```
 
+mod body;
 pub mod credentials;
 pub mod discovery;
 #[cfg(feature = "client-grpc")]
@@ -39,14 +45,28 @@ use crate::types::*;
 pub use credentials::Credentials;
 pub use discovery::Binding;
 
+/// The default of [`ClientOptions::max_answer_bytes`]: above the largest request an A2A server of
+/// this project accepts (10 MiB), so a file sent inline comes back, yet small enough that a hostile
+/// answer cannot exhaust memory.
+pub const DEFAULT_MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+/// The default of [`ClientOptions::stream_time`].
+pub const DEFAULT_STREAM_TIME: Duration = Duration::from_secs(3600);
+/// Redirects followed (within the request's origin) before giving up.
+const MAX_REDIRECTS: usize = 5;
+
 /// How a client talks to an agent.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     pub credentials: Credentials,
     /// The binding to use when the card offers it (else the card's first one this client speaks).
     pub prefer: Option<Binding>,
-    /// Longest wait for one request's answer (streams: for each event).
+    /// Longest wait for one request's answer, body included; on a stream, the longest silence
+    /// between two reads (then the stream is resumed).
     pub timeout: Duration,
+    /// Largest answer read: a call's body, the card, a JWKS, a token answer, one stream event.
+    pub max_answer_bytes: usize,
+    /// Longest a stream may run in all, reconnections included.
+    pub stream_time: Duration,
     /// Reconnections of one stream after a dropped connection.
     pub resume_attempts: u32,
     /// The tenant to address (default: the chosen interface's).
@@ -59,6 +79,8 @@ impl Default for ClientOptions {
             credentials: Credentials::None,
             prefer: None,
             timeout: Duration::from_secs(120),
+            max_answer_bytes: DEFAULT_MAX_ANSWER_BYTES,
+            stream_time: DEFAULT_STREAM_TIME,
             resume_attempts: 5,
             tenant: None,
         }
@@ -84,6 +106,10 @@ pub enum ClientError {
     Credentials(String),
     /// The card's signatures do not verify (or it has none).
     Signature(String),
+    /// An answer (or one stream event) is larger than [`ClientOptions::max_answer_bytes`] (the limit).
+    TooLarge(usize),
+    /// A stream ran longer than [`ClientOptions::stream_time`] (the limit).
+    TooLong(Duration),
 }
 
 impl std::fmt::Display for ClientError {
@@ -97,6 +123,10 @@ impl std::fmt::Display for ClientError {
             Self::Card(why) => write!(f, "agent card: {why}"),
             Self::Credentials(why) => write!(f, "credentials: {why}"),
             Self::Signature(why) => write!(f, "card signature: {why}"),
+            Self::TooLarge(max) => write!(f, "the answer is larger than the limit of {max} bytes; it was not read"),
+            Self::TooLong(limit) => {
+                write!(f, "the stream did not end within the limit of {} s; it was closed", limit.as_secs())
+            }
         }
     }
 }
@@ -161,26 +191,32 @@ impl Client {
     /// first interface this client speaks, in the card's order (or `options.prefer`).
     pub async fn connect(base: &str, options: ClientOptions) -> ClientResult<Self> {
         let http = http_client()?;
-        let (url, json) = discovery::fetch_card_json(&http, base).await?;
+        let limits = discovery::Limits { max_bytes: options.max_answer_bytes, timeout: options.timeout };
+        let (url, json) = discovery::fetch_card_json(&http, base, limits).await?;
         let card = discovery::read_card(json.clone())?;
-        let mut client = Self::from_card(http, card, options)?;
-        client.card_source = Some(std::sync::Arc::new((url, json)));
-        Ok(client)
+        Self::from_card(http, card, options, Some((url, json)))
     }
 
-    /// A client for an agent whose card is known.
+    /// A client for an agent whose card is known (the caller vouches for it: a client-credentials
+    /// token URL it declares counts as one the caller gave).
     pub fn with_card(card: AgentCard, options: ClientOptions) -> ClientResult<Self> {
-        Self::from_card(http_client()?, card, options)
+        Self::from_card(http_client()?, card, options, None)
     }
 
-    fn from_card(http: reqwest::Client, card: AgentCard, options: ClientOptions) -> ClientResult<Self> {
+    fn from_card(
+        http: reqwest::Client,
+        card: AgentCard,
+        options: ClientOptions,
+        source: Option<(String, serde_json::Value)>,
+    ) -> ClientResult<Self> {
         let interface = discovery::choose(&card, options.prefer)?;
-        let credentials = credentials::Authorizer::new(http.clone(), &card, options.credentials.clone());
+        let card_url = source.as_ref().map(|(url, _)| url.as_str());
+        let credentials = credentials::Authorizer::new(http.clone(), &card, card_url, &options);
         Ok(Self {
             http,
             binding: interface.0,
             url: interface.1.url.trim_end_matches('/').to_string(),
-            card_source: None,
+            card_source: source.map(std::sync::Arc::new),
             tenant: options.tenant.clone().unwrap_or_else(|| interface.1.tenant.clone()),
             card,
             credentials,
@@ -273,6 +309,39 @@ pub fn request(message: Message) -> SendMessageRequest {
 fn http_client() -> ClientResult<reqwest::Client> {
     reqwest::Client::builder()
         .connect_timeout(Duration::from_secs(10))
+        .redirect(same_origin_redirects())
         .build()
         .map_err(|e| ClientError::Transport(format!("HTTP client: {e}")))
+}
+
+/// Follows a redirect only within the origin (scheme, host, port) of the request's first URL.
+/// A redirect elsewhere is refused rather than followed without credentials: reqwest strips only
+/// `Authorization` (not an API key's header) and a 307/308 sends the request body (the user's
+/// message, a token request's client secret) again; a policy can follow or stop, not edit headers,
+/// and a request stripped of its credentials would fail at the other end in a confusing way anyway.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let Some(first) = attempt.previous().first().cloned() else { return attempt.follow() };
+        let (from, to) = (first.origin(), attempt.url().origin());
+        if from != to {
+            // Origins only: a URL's path or query may carry what should not be logged.
+            tracing::warn!(
+                from = %from.ascii_serialization(),
+                to = %to.ascii_serialization(),
+                "a redirect to another origin was refused"
+            );
+            let why = format!(
+                "{} redirected to another origin ({}); not followed, so that credentials and the request \
+                 stay with {}: use that URL directly if you trust it",
+                first,
+                to.ascii_serialization(),
+                from.ascii_serialization()
+            );
+            return attempt.error(why);
+        }
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!("{first}: more than {MAX_REDIRECTS} redirects"));
+        }
+        attempt.follow()
+    })
 }

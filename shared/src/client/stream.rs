@@ -3,12 +3,16 @@
 //! again with `Last-Event-ID` (gRPC: `last-event-id` metadata) set to the last sequence number seen
 //! (bounded attempts, growing delays), events already delivered skipped, so none is lost or repeated. A task that finished while the client was
 //! away is still delivered (the agent replays what the client missed, or the client reads the task).
+//!
+//! Bounds, whatever the agent sends: each event at most `max_answer_bytes`, each read within
+//! `timeout` (a silence counts as a dropped connection), the whole stream within `stream_time`.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{json, Value};
+use tokio::time::Instant;
 
 use super::transport::unexpected;
 use super::{Binding, Client, ClientError, ClientResult, Event, EventStream};
@@ -16,8 +20,6 @@ use crate::error::{A2aError, ErrorKind};
 use crate::sse::SseDecoder;
 use crate::types::{GetTaskRequest, SendMessageRequest, StreamResponse};
 
-/// Largest stream event read.
-pub(crate) const MAX_EVENT: usize = 16 * 1024 * 1024;
 const FIRST_DELAY: Duration = Duration::from_millis(200);
 const MAX_DELAY: Duration = Duration::from_secs(5);
 
@@ -31,7 +33,11 @@ pub(crate) async fn open(client: Client, start: Start) -> ClientResult<EventStre
         Start::Send(req) => ("SendStreamingMessage", serde_json::to_value(req).unwrap_or_default(), None),
         Start::Subscribe { task_id, after } => ("SubscribeToTask", json!({"id": task_id}), *after),
     };
-    let source = Source::open(&client, method, &params, after).await?;
+    let deadline = Instant::now() + client.options.stream_time;
+    let limit = client.options.stream_time;
+    let source = tokio::time::timeout_at(deadline, Source::open(&client, method, &params, after))
+        .await
+        .map_err(|_| ClientError::TooLong(limit))??;
     let task_id = match start {
         Start::Subscribe { task_id, .. } => Some(task_id),
         Start::Send(_) => None,
@@ -44,6 +50,7 @@ pub(crate) async fn open(client: Client, start: Start) -> ClientResult<EventStre
         last_seq: after,
         ended: false,
         attempts: 0,
+        deadline,
     };
     Ok(futures::stream::unfold(state, next).boxed())
 }
@@ -63,7 +70,7 @@ impl Source {
             return Ok(Self::Grpc(client.grpc_stream(method, params, after).await?));
         }
         let resp = events_of(client, client.send(method, params, after).await?).await?;
-        Ok(Self::Sse { resp, decoder: SseDecoder::new(MAX_EVENT) })
+        Ok(Self::Sse { resp, decoder: SseDecoder::new(client.options.max_answer_bytes) })
     }
 
     /// The next events; `None` when the connection ended, broke or went silent.
@@ -75,7 +82,10 @@ impl Source {
         let Ok(Ok(Some(bytes))) = tokio::time::timeout(client.options.timeout, resp.chunk()).await else {
             return Ok(None);
         };
-        let frames = decoder.push(&bytes).map_err(|e| ClientError::InvalidResponse(format!("the stream {e}")))?;
+        let frames = decoder.push(&bytes).map_err(|e| match e {
+            crate::sse::SseError::TooLarge(max) => ClientError::TooLarge(max),
+            e => ClientError::InvalidResponse(format!("the stream {e}")),
+        })?;
         frames
             .into_iter()
             .map(|frame| {
@@ -98,7 +108,8 @@ async fn events_of(client: &Client, resp: reqwest::Response) -> ClientResult<req
     if is_sse && status == 200 {
         return Ok(resp);
     }
-    let body = resp.bytes().await?;
+    // Not a stream: an error to read whole, within the same bounds as any answer.
+    let body = super::body::read(resp, client.options.max_answer_bytes, client.options.timeout).await?;
     let value: Value = serde_json::from_slice(&body).map_err(|_| unexpected(status, &body))?;
     Err(match (client.binding, value.get("error")) {
         (Binding::JsonRpc | Binding::JsonRpc03, Some(error)) => ClientError::Protocol(A2aError::from_jsonrpc(error)),
@@ -135,6 +146,8 @@ struct State {
     last_seq: Option<u64>,
     ended: bool,
     attempts: u32,
+    /// When the stream must have ended (`stream_time` after it was opened).
+    deadline: Instant,
 }
 
 async fn next(mut st: State) -> Option<(ClientResult<Event>, State)> {
@@ -145,16 +158,21 @@ async fn next(mut st: State) -> Option<(ClientResult<Event>, State)> {
         if st.ended {
             return None;
         }
-        let pulled = st.source.as_mut()?.pull(&st.client).await;
-        let failure = match pulled {
+        let (deadline, limit) = (st.deadline, st.client.options.stream_time);
+        let too_long = |_| ClientError::TooLong(limit);
+        let pulled = match st.source.as_mut() {
+            Some(source) => tokio::time::timeout_at(deadline, source.pull(&st.client)).await.map_err(too_long),
+            None => return None,
+        };
+        let failure = match pulled.and_then(|p| p) {
             Ok(Some(events)) => {
                 st.take(events);
                 continue;
             }
             // The connection ended (or broke, or went silent) before the turn did.
-            Ok(None) => match st.resume().await {
-                Ok(()) => continue,
-                Err(e) => Some(e),
+            Ok(None) => match tokio::time::timeout_at(deadline, st.resume()).await.map_err(too_long) {
+                Ok(Ok(())) => continue,
+                Ok(Err(e)) | Err(e) => Some(e),
             },
             Err(e) => Some(e),
         };

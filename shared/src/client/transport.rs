@@ -32,8 +32,7 @@ impl Client {
     async fn http_call(&self, method: &str, params: &Value) -> ClientResult<Value> {
         let resp = self.send(method, params, None).await?;
         let status = resp.status().as_u16();
-        let body =
-            tokio::time::timeout(self.options.timeout, resp.bytes()).await.map_err(|_| ClientError::Timeout)??;
+        let body = super::body::read(resp, self.options.max_answer_bytes, self.options.timeout).await?;
         let value: Value = if body.is_empty() { Value::Null } else { read_json(status, &body)? };
         Ok(match self.binding {
             Binding::JsonRpc | Binding::JsonRpc03 => match (value.get("error"), value.get("result")) {

@@ -1,7 +1,8 @@
-//! Verifying the card a client fetched (spec §8.4.3): each signature's key comes from a trusted
-//! set, or from the JWKS its `jku` names when that URL is on the card's own origin (or an origin
-//! the caller allows: a key anyone can host proves nothing); the card verifies when one signature
-//! checks. Failures say why, signature by signature.
+//! Verifying the card a client fetched (spec §8.4.3): when the caller trusts keys, only those keys
+//! count (no `jku` is fetched: the card's host could re-sign a card it altered and publish the new
+//! key beside it); otherwise each signature's key comes from the JWKS its `jku` names when that URL
+//! is on the card's own origin (or an origin the caller allows: a key anyone can host proves
+//! nothing). The card verifies when one signature checks. Failures say why, signature by signature.
 
 use serde_json::Value;
 
@@ -11,9 +12,11 @@ use crate::signing::card::{self, Verified};
 /// Which keys a card's signatures may be checked with.
 #[derive(Debug, Clone, Default)]
 pub struct Trust {
-    /// Public JWKs trusted as they are (no fetch), e.g. from a provider's published JWKS file.
+    /// Public JWKs trusted as they are, e.g. from a provider's published JWKS file. When any is
+    /// given, only these count: no `jku` is fetched.
     pub keys: Vec<Value>,
-    /// Origins (`https://keys.example.com`) besides the card's own whose `jku` may be fetched.
+    /// Origins (`https://keys.example.com`) besides the card's own whose `jku` may be fetched
+    /// (only when no key is trusted as it is).
     pub jku_origins: Vec<String>,
 }
 
@@ -34,7 +37,12 @@ impl Client {
             ClientError::Signature("this client was given its card; verify it with a2a::signing::card::verify".into())
         })?;
         let (card_url, card) = (&source.0, &source.1);
-        let mut keys = trust.keys.clone();
+        if !trust.keys.is_empty() {
+            return card::verify(card, &trust.keys).map_err(|why| {
+                ClientError::Signature(format!("{why} (only the trusted keys count; no jku was fetched)"))
+            });
+        }
+        let mut keys = Vec::new();
         let mut notes = Vec::new();
         let mut fetched = Vec::new();
         let signatures = card.get("signatures").and_then(Value::as_array).cloned().unwrap_or_default();
@@ -61,9 +69,11 @@ impl Client {
         })
     }
 
-    /// The keys of the JWKS at `url` (fetched as the card is: JSON, 30 s).
+    /// The keys of the JWKS at `url` (fetched as the card is: JSON, bounded in size and time).
     async fn jwks(&self, url: &str) -> Result<Vec<Value>, String> {
-        let jwks = super::discovery::get(&self.http, url).await.map_err(|e| e.to_string())?;
+        let limits =
+            super::discovery::Limits { max_bytes: self.options.max_answer_bytes, timeout: self.options.timeout };
+        let jwks = super::discovery::get(&self.http, url, limits).await.map_err(|e| e.to_string())?;
         let jwks = jwks.ok_or("not found")?;
         jwks.get("keys").and_then(Value::as_array).cloned().ok_or_else(|| "not a JWKS (no keys)".into())
     }
