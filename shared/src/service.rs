@@ -23,13 +23,18 @@ pub struct Limits {
     /// Bytes of encoded answers (results and stream events) held at once, server-wide, until they
     /// are written (default 256 MiB); answers under [`SMALL_ANSWER`] are not counted.
     pub answer_bytes: usize,
-    /// Longest an answer waits for its share of `answer_bytes` before it is refused (503).
+    /// Bytes of requests held at once, server-wide, bodies and what decoding them builds (default
+    /// 256 MiB): a body takes its share before it is buffered.
+    pub request_bytes: usize,
+    /// Longest a request or an answer waits for its share of a budget before it is refused (503).
     pub budget_wait: std::time::Duration,
 }
 
 /// Answers smaller than this are not held against the answers budget (they are bounded by the
 /// connection count times this).
 pub const SMALL_ANSWER: usize = 64 * 1024;
+/// Default of [`Limits::request_bytes`] and of [`Limits::answer_bytes`].
+pub const DEFAULT_REQUEST_BYTES: usize = 256 << 20;
 /// Default longest wait of a request or an answer for its share of a budget before it is refused
 /// (503).
 pub const BUDGET_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
@@ -39,7 +44,8 @@ impl Default for Limits {
         Self {
             max_body: 10 * 1024 * 1024,
             keep_alive: crate::sse::KEEP_ALIVE_EVERY,
-            answer_bytes: 256 << 20,
+            answer_bytes: DEFAULT_REQUEST_BYTES,
+            request_bytes: DEFAULT_REQUEST_BYTES,
             budget_wait: BUDGET_WAIT,
         }
     }
@@ -55,6 +61,8 @@ pub struct Service {
     pub limits: Limits,
     /// Encoded answers in flight (see [`crate::inflight`]).
     pub answers: Budget,
+    /// Requests in flight: bodies being read and what decoding them builds.
+    pub requests: Budget,
 }
 
 /// Which binding a path belongs to, for error shapes.
@@ -75,7 +83,8 @@ pub fn binding_of(path: &str) -> Binding {
 impl Service {
     pub fn new(engine: Arc<Engine>, limits: Limits) -> Self {
         let answers = Budget::new(limits.answer_bytes, limits.budget_wait, "answer bytes");
-        Self { engine, limits, answers }
+        let requests = Budget::new(limits.request_bytes, limits.budget_wait, "request bytes");
+        Self { engine, limits, answers, requests }
     }
 
     /// Encodes an answer within the answers budget: its share is taken by its estimated size before

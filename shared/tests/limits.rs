@@ -275,8 +275,9 @@ async fn an_http_1_1_request_needs_exactly_one_host() {
 
 #[tokio::test]
 async fn request_bodies_in_flight_are_bounded_server_wide() {
-    let limits = ServerLimits { request_bytes: 256 * 1024, budget_wait: Duration::from_millis(200), ..limits() };
-    let s = server_with(Setup::default(), limits).await;
+    let setup =
+        Setup { request_bytes: Some(256 * 1024), budget_wait: Some(Duration::from_millis(200)), ..Default::default() };
+    let s = server_with(setup, limits()).await;
     let head = |len: usize| {
         format!("POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {len}\r\n\r\n")
     };

@@ -153,7 +153,7 @@ struct Args {
     write_timeout: u64,
     /// Bytes of request bodies buffered at once, both listeners together; past it a request waits
     /// up to 10 s for room, then gets a 503.
-    #[arg(long, env = "A2A_MAX_REQUEST_BYTES", default_value_t = a2a::server::DEFAULT_REQUEST_BYTES)]
+    #[arg(long, env = "A2A_MAX_REQUEST_BYTES", default_value_t = Limits::default().request_bytes)]
     max_request_bytes: usize,
     /// Bytes of encoded answers (results and stream events of 64 KiB or more) held at once until
     /// written; past it an answer waits up to 10 s for room, then gets a 503.
@@ -292,7 +292,12 @@ fn main() -> Result<(), String> {
                 list_page_bytes: args.list_page_bytes.max(1),
                 ..EngineConfig::default()
             },
-            limits: Limits { max_body: args.max_body, answer_bytes: args.max_answer_bytes, ..Limits::default() },
+            limits: Limits {
+                max_body: args.max_body,
+                answer_bytes: args.max_answer_bytes,
+                request_bytes: args.max_request_bytes,
+                ..Limits::default()
+            },
             backend,
             memory: MemoryLimits {
                 max_tasks: args.max_tasks,
@@ -319,7 +324,6 @@ fn main() -> Result<(), String> {
             body_timeout: Duration::from_secs(args.body_timeout.max(1)),
             write_timeout: Duration::from_secs(args.write_timeout.max(1)),
             grace: Duration::from_secs(5),
-            request_bytes: args.max_request_bytes,
             max_streams: args.grpc_max_streams.max(1),
             ..ServerLimits::default()
         };

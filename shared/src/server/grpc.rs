@@ -205,7 +205,8 @@ impl Server {
         let limits = &self.limits;
         let tracker = Tracker::new();
         let io = TokioIo::new(io::Guarded::plain(stream, limits.write_timeout));
-        let (budget, max_body, body_timeout) = (self.bodies.clone(), self.service.limits.max_body, limits.body_timeout);
+        let (budget, max_body, body_timeout) =
+            (self.service.requests.clone(), self.service.limits.max_body, limits.body_timeout);
         let calls = tracker.clone();
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
             let call = calls.enter();

@@ -8,9 +8,9 @@
 //!   the bytes held for it freed);
 //! - authentication before a large body is read (a caller the service refuses sends at most
 //!   [`UNAUTHENTICATED_BODY`] bytes over HTTP/1.1, nothing over gRPC);
-//! - a server-wide budget of request bytes in flight (`ServerLimits::request_bytes`): past it a
-//!   request waits for a bounded time, then gets a 503 ([`crate::inflight`]); answers have their own
-//!   budget in the [`Service`];
+//! - the service's budget of request bytes in flight (`Limits::request_bytes`): a body takes its
+//!   share before it is buffered; past the budget a request waits for a bounded time, then gets a
+//!   503 ([`crate::inflight`]);
 //! - strict HTTP/1.1 framing (RFC 9112): `Content-Length` with `Transfer-Encoding` is refused, and
 //!   any transfer coding other than `chunked` (501); a request without exactly one `Host` is a
 //!   `400`; a declared length over the limit is a `413` at once; a body that does not arrive intact
@@ -41,7 +41,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{A2aError, ErrorKind};
 use crate::http::{Body, Service};
-use crate::inflight::Budget;
 use crate::service::{binding_of, Authenticated, Binding};
 
 type OutBody = UnsyncBoxBody<Bytes, Infallible>;
@@ -63,11 +62,6 @@ pub struct ServerLimits {
     pub write_timeout: Duration,
     /// How long open connections get to finish at shutdown.
     pub grace: Duration,
-    /// Bytes of request bodies buffered at once, server-wide; past it a request waits (up to
-    /// `budget_wait`) or gets a 503.
-    pub request_bytes: usize,
-    /// Longest a request waits for its share of `request_bytes`.
-    pub budget_wait: Duration,
     /// Concurrent streams one HTTP/2 (gRPC) connection may open.
     pub max_streams: u32,
 }
@@ -80,27 +74,22 @@ impl Default for ServerLimits {
             body_timeout: Duration::from_secs(30),
             write_timeout: Duration::from_secs(30),
             grace: Duration::from_secs(5),
-            request_bytes: DEFAULT_REQUEST_BYTES,
-            budget_wait: crate::service::BUDGET_WAIT,
             max_streams: DEFAULT_MAX_STREAMS,
         }
     }
 }
 
-/// Default of [`ServerLimits::request_bytes`].
-pub const DEFAULT_REQUEST_BYTES: usize = 256 << 20;
 /// Default of [`ServerLimits::max_streams`].
 pub const DEFAULT_MAX_STREAMS: u32 = 32;
 /// Descriptors kept free of client connections (listeners, the store, outbound calls, logs).
 const RESERVED_DESCRIPTORS: usize = 64;
 
-/// The embedded server: what both listeners share (the connection cap, the budget of request
-/// bodies in flight, the shutdown of open streams).
+/// The embedded server: what both listeners share (the connection cap, the shutdown of open
+/// streams; the budgets of bytes in flight are the service's).
 pub struct Server {
     service: Arc<Service>,
     limits: ServerLimits,
     connections: Arc<Semaphore>,
-    bodies: Budget,
     stopping: CancellationToken,
 }
 
@@ -110,7 +99,6 @@ impl Server {
         let limits = ServerLimits { max_connections, ..limits };
         Arc::new(Self {
             connections: Arc::new(Semaphore::new(max_connections)),
-            bodies: Budget::new(limits.request_bytes, limits.budget_wait, "request bytes"),
             service,
             limits,
             stopping: CancellationToken::new(),
@@ -251,7 +239,7 @@ async fn serve_one(
     if declared.is_some_and(|n| n > max_body) {
         return Ok(too_large(&server));
     }
-    let read = tokio::time::timeout(limits.body_timeout, body::read(body, max_body, declared, &server.bodies)).await;
+    let read = tokio::time::timeout(limits.body_timeout, body::read(body, max_body, declared, &service.requests)).await;
     let (bytes, held) = match read {
         Ok(Ok(read)) => read,
         Ok(Err(body::Refused::TooLarge)) => return Ok(too_large(&server)),

@@ -31,8 +31,9 @@ pub struct Setup {
     pub blocking_timeout: Option<Duration>,
     /// `--webhook-allow`.
     pub webhook_allow: Option<&'static str>,
-    /// The answers budget (`--max-answer-bytes`) and how long an answer waits for it.
+    /// The budgets (`--max-answer-bytes`, `--max-request-bytes`) and how long a share is waited for.
     pub answer_bytes: Option<usize>,
+    pub request_bytes: Option<usize>,
     pub budget_wait: Option<Duration>,
     /// `--list-page-bytes`.
     pub list_page_bytes: Option<usize>,
@@ -64,6 +65,7 @@ pub async fn agent_with(setup: Setup) -> Agent {
             max_body: setup.max_body.unwrap_or(1 << 20),
             keep_alive: Duration::from_millis(200),
             answer_bytes: setup.answer_bytes.unwrap_or(Limits::default().answer_bytes),
+            request_bytes: setup.request_bytes.unwrap_or(Limits::default().request_bytes),
             budget_wait: setup.budget_wait.unwrap_or(Duration::from_secs(10)),
         },
         memory: a2a::adapters::memory::MemoryLimits { max_tasks: 10_000, ..Default::default() },
