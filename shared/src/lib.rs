@@ -20,6 +20,7 @@ pub mod executor;
 pub mod grpc;
 pub mod http;
 pub mod jsonrpc;
+pub mod lines;
 #[cfg(feature = "oidc")]
 pub mod oidc;
 pub mod operation;
