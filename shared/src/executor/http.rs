@@ -20,7 +20,7 @@ use serde_json::Value;
 use super::{AgentError, AgentExecutor, EventSink, RequestContext};
 use crate::lines::LineBuffer;
 use crate::sse::{SseDecoder, SseError};
-use crate::types::{Message, StreamResponse, Task};
+use crate::types::{Message, Role, StreamResponse, Task, TaskState};
 
 /// The contract version this host speaks (the `contract` member of every request).
 pub const CONTRACT: &str = "a2a-serverless/agent-http/1";
@@ -276,6 +276,7 @@ impl HttpAgent {
             Framing::Lines
         };
         let mut reader = Reader::new(framing, self.config.max_event_bytes);
+        let start = ctx.task.status.state;
         loop {
             let chunk = tokio::time::timeout(idle, response.chunk()).await;
             let chunk = match chunk {
@@ -287,11 +288,11 @@ impl HttpAgent {
                 Ok(Ok(Some(chunk))) => chunk,
             };
             for event in reader.push(&chunk)? {
-                record(events, event).await?;
+                record(events, start, event).await?;
             }
         }
         for event in reader.finish()? {
-            record(events, event).await?;
+            record(events, start, event).await?;
         }
         Ok(())
     }
@@ -308,8 +309,12 @@ fn root_cause(e: &dyn std::error::Error) -> String {
     cause
 }
 
-/// Commits one event the agent sent.
-async fn record(events: &EventSink, event: StreamResponse) -> Result<(), AgentError> {
+/// Commits one event the agent sent, unless the contract forbids it ([`refusal`]).
+async fn record(events: &EventSink, start: TaskState, event: StreamResponse) -> Result<(), AgentError> {
+    let state = events.last_state().unwrap_or(start);
+    if let Some(why) = refusal(state, &event) {
+        return Err(failed(format!("the agent sent an event the task cannot take: {why}")));
+    }
     let result = match event {
         StreamResponse::StatusUpdate(u) => events.status(u.status.state, u.status.message.map(|m| *m)).await,
         StreamResponse::ArtifactUpdate(u) => events.artifact(u.artifact, u.append, u.last_chunk).await,
@@ -319,6 +324,39 @@ async fn record(events: &EventSink, event: StreamResponse) -> Result<(), AgentEr
         }
     };
     result.map_err(|e| failed(format!("the agent sent an event the task cannot take: {e}")))
+}
+
+/// How far along its turn a task is: an agent's status may stay or move on, never go back.
+fn stage(state: TaskState) -> u8 {
+    match state {
+        TaskState::Unspecified | TaskState::Submitted => 0,
+        TaskState::Working => 1,
+        TaskState::InputRequired | TaskState::AuthRequired => 2,
+        TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected => 3,
+    }
+}
+
+/// Why a task in `state` may not take `event` from an agent over HTTP, beyond what every agent is
+/// held to (the task's own rules: nothing after a final state, no TASK_STATE_UNSPECIFIED). The
+/// agent's events are only as trustworthy as the agent: moving the task backwards would re-open a
+/// turn the client saw end (or undo WORKING), and a USER message would put words in the client's
+/// mouth in the task's history.
+fn refusal(state: TaskState, event: &StreamResponse) -> Option<String> {
+    let user = |m: Option<&Message>| m.is_some_and(|m| m.role == Role::User);
+    match event {
+        StreamResponse::StatusUpdate(u) if user(u.status.message.as_deref()) => {
+            Some("a status message with role ROLE_USER (the agent speaks as ROLE_AGENT)".into())
+        }
+        StreamResponse::Message(m) if user(Some(m)) => {
+            Some("a message with role ROLE_USER (the agent speaks as ROLE_AGENT)".into())
+        }
+        StreamResponse::StatusUpdate(u)
+            if u.status.state != TaskState::Unspecified && stage(u.status.state) < stage(state) =>
+        {
+            Some(format!("{} after {state} (a task never moves backwards)", u.status.state))
+        }
+        _ => None,
+    }
 }
 
 /// Cuts an answer into events as its bytes arrive, in time linear in the bytes (lines and SSE are
@@ -515,6 +553,37 @@ mod tests {
         let mut r = Reader::new(Framing::Document, 1 << 20);
         assert!(r.push(&Bytes::from(format!("[{STATUS}, {ART}]"))).unwrap().is_empty());
         assert_eq!(kinds(&r.finish().unwrap()), ["status", "artifact"]);
+    }
+
+    #[test]
+    fn backwards_moves_and_user_messages_are_refused() {
+        let event = |text: &str| serde_json::from_str::<StreamResponse>(text).unwrap();
+        let status = |state: &str| event(&format!(r#"{{"statusUpdate": {{"status": {{"state": "{state}"}}}}}}"#));
+        let (submitted, working) = (TaskState::Submitted, TaskState::Working);
+        for (now, next) in [
+            (working, "TASK_STATE_SUBMITTED"),
+            (TaskState::InputRequired, "TASK_STATE_WORKING"),
+            (TaskState::AuthRequired, "TASK_STATE_SUBMITTED"),
+        ] {
+            let why = refusal(now, &status(next)).unwrap_or_default();
+            assert!(why.starts_with(&format!("{next} after {now}")) && why.contains("backwards"), "{why}");
+        }
+        for (now, next) in [
+            (submitted, "TASK_STATE_SUBMITTED"),
+            (submitted, "TASK_STATE_WORKING"),
+            (working, "TASK_STATE_WORKING"),
+            (working, "TASK_STATE_INPUT_REQUIRED"),
+            (submitted, "TASK_STATE_COMPLETED"),
+        ] {
+            assert_eq!(refusal(now, &status(next)), None, "{now} -> {next}");
+        }
+        let user = r#"{"role": "ROLE_USER", "parts": [{"text": "I agree"}]}"#;
+        let message = event(&format!(r#"{{"message": {user}}}"#));
+        assert!(refusal(working, &message).unwrap_or_default().contains("role ROLE_USER"));
+        let said = event(&format!(r#"{{"statusUpdate": {{"status": {{"state": "TASK_STATE_WORKING", "message": {user}}}}}}}"#));
+        assert!(refusal(working, &said).unwrap_or_default().contains("role ROLE_USER"));
+        let agent = event(r#"{"message": {"parts": [{"text": "hi"}]}}"#);
+        assert_eq!(refusal(working, &agent), None, "a role left out is the agent's");
     }
 
     #[test]
