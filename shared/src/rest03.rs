@@ -17,7 +17,7 @@ use crate::service::Service;
 use crate::sse::Framing;
 use crate::types::*;
 use crate::v03;
-use crate::v03::proto::{config_out, message_out, send_in, task_out};
+use crate::v03::proto::{config_out, json_names, message_out, send_in, task_out, FileBytes};
 use crate::version::Version;
 
 /// The routes of the 0.3 binding, as `(method, path after /v1)`.
@@ -85,15 +85,17 @@ pub async fn handle(
     let ctx = service.call_context(parts, principal, Version::V0_3)?;
     let op = decode_op(parts, &body, &route)?;
     let (output, seq) = call(&service.engine, &ctx, op).await?;
+    let bytes = FileBytes::for_client(&parts.headers);
     let body = match output {
         Output::Stream(events) => {
-            return Ok(sse_response(frame_stream(events, Framing::Rest03), service.limits.keep_alive));
+            let framing = Framing::Rest03 { file_bytes: bytes };
+            return Ok(sse_response(frame_stream(events, framing), service.limits.keep_alive));
         }
-        Output::SendMessage(SendMessageResponse::Task(t)) => json!({"task": task_out(&t)}),
-        Output::SendMessage(SendMessageResponse::Message(m)) => json!({"message": message_out(&m)}),
-        Output::Task(t) => task_out(&t),
+        Output::SendMessage(SendMessageResponse::Task(t)) => json!({"task": task_out(&t, bytes)}),
+        Output::SendMessage(SendMessageResponse::Message(m)) => json!({"message": message_out(&m, bytes)}),
+        Output::Task(t) => task_out(&t, bytes),
         Output::ListTasks(r) => json!({
-            "tasks": r.tasks.iter().map(task_out).collect::<Vec<_>>(),
+            "tasks": r.tasks.iter().map(|t| task_out(t, bytes)).collect::<Vec<_>>(),
             "nextPageToken": r.next_page_token,
             "totalSize": r.total_size,
         }),
@@ -106,11 +108,16 @@ pub async fn handle(
     Ok(with_task_seq(json_response(StatusCode::OK, bytes), seq))
 }
 
+/// A request body with every field under its JSON name (ProtoJSON accepts proto names too; see
+/// [`json_names`]): the one place where 0.3 bodies are read.
+fn body03(parts: &http::request::Parts, body: &[u8]) -> Result<serde_json::Map<String, Value>> {
+    json_names(body_object(parts, body)?)
+}
+
 fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result<Op> {
-    let query = |name: &str| crate::version::query_param(parts.uri.query(), &[name]);
     Ok(match route {
         Route::Send | Route::Stream => {
-            let req = send_in(body_object(parts, body)?)?;
+            let req = send_in(body03(parts, body)?)?;
             if *route == Route::Send {
                 Op::SendMessage(req)
             } else {
@@ -126,7 +133,10 @@ fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result
             Op::ListTasks(decode(Value::Object(q), "")?)
         }
         Route::GetTask(id) => {
-            let history_length = match query("historyLength").filter(|h| !h.is_empty()) {
+            // Query parameters, like body fields, by JSON name or proto name.
+            let names = ["historyLength", "history_length"];
+            let history_length = match crate::version::query_param(parts.uri.query(), &names).filter(|h| !h.is_empty())
+            {
                 None => None,
                 Some(h) => {
                     Some(h.parse::<i32>().map_err(|_| A2aError::invalid_field("historyLength", "is not an integer"))?)
@@ -143,7 +153,7 @@ fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result
         Route::CreateConfig(task_id) => {
             // The reference sends a CreateTaskPushNotificationConfigRequest ({parent, configId,
             // config}); other 0.3 clients send the TaskPushNotificationConfig itself ({name, ...}).
-            let mut body = body_object(parts, body)?;
+            let mut body = body03(parts, body)?;
             let (named, field) = match body.remove("config") {
                 Some(Value::Object(config)) => (config, "config.pushNotificationConfig"),
                 _ => (body.clone(), "pushNotificationConfig"),

@@ -52,8 +52,12 @@ pub fn frame(id: Option<u64>, event: Option<&str>, data: &str) -> Bytes {
 #[serde(tag = "binding", rename_all = "camelCase", rename_all_fields = "camelCase")]
 pub enum Framing {
     Rest,
-    /// The 0.3 HTTP+JSON binding: the 0.3 proto's StreamResponse JSON.
-    Rest03,
+    /// The 0.3 HTTP+JSON binding: the 0.3 proto's StreamResponse JSON, with file bytes encoded
+    /// for the client that reads them.
+    Rest03 {
+        #[serde(default)]
+        file_bytes: v03::proto::FileBytes,
+    },
     JsonRpc {
         id: RpcId,
         v03: bool,
@@ -64,7 +68,7 @@ impl Framing {
     pub fn event(&self, seq: Option<u64>, event: &StreamResponse) -> Bytes {
         match self {
             Self::Rest => frame(seq, None, &serde_json::to_string(event).unwrap_or_default()),
-            Self::Rest03 => frame(seq, None, &v03::proto::event_out(event).to_string()),
+            Self::Rest03 { file_bytes } => frame(seq, None, &v03::proto::event_out(event, *file_bytes).to_string()),
             Self::JsonRpc { id, v03 } => {
                 let result =
                     if *v03 { serde_json::to_value(v03::Event::from(event)) } else { serde_json::to_value(event) };
@@ -76,7 +80,7 @@ impl Framing {
 
     pub fn error(&self, err: &A2aError) -> Bytes {
         match self {
-            Self::Rest | Self::Rest03 => frame(None, Some("error"), &err.to_rest().to_string()),
+            Self::Rest | Self::Rest03 { .. } => frame(None, Some("error"), &err.to_rest().to_string()),
             Self::JsonRpc { id, .. } => frame(None, None, &String::from_utf8_lossy(&error_body(id, &err.to_jsonrpc()))),
         }
     }

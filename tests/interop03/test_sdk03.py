@@ -6,6 +6,7 @@ activated with the 0.3 header `X-A2A-Extensions`, and errors a 0.3 client can re
 starts, too)."""
 
 import asyncio
+import base64
 import json
 import sys
 import uuid
@@ -16,6 +17,8 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.client.errors import A2AClientHTTPError, A2AClientJSONRPCError
 from a2a.types import (
+    FilePart,
+    FileWithBytes,
     GetTaskPushNotificationConfigParams,
     Message,
     Part,
@@ -130,6 +133,45 @@ async def test_blocking_send_get_and_files(server, transport):
     assert data_task.artifacts[0].parts[0].root.data == {"key": "value", "count": 42}
     reply = (await send(c, "tck-message-response"))[0]
     assert isinstance(reply, Message) and reply.parts[0].root.text == "Direct message response"
+
+
+FILE_BYTES = b"\x00\x01\xfe\xff known bytes\n"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+async def test_file_bytes_round_trip(server, transport):
+    """A file part with known bytes, uploaded by the 0.3 SDK and read back by it, over each binding:
+    its own base64 string comes back exactly. Over HTTP+JSON the SDK sends the base64 of its base64
+    string and reads the same; other clients get ProtoJSON, the bytes' base64 once
+    (docs/adr/0001-v03-rest-file-bytes.md)."""
+    encoded = base64.b64encode(FILE_BYTES).decode()
+    c = await client(server, transport)
+    upload = Message(
+        message_id=f"file-bytes-{uuid.uuid4().hex[:8]}",
+        role=Role.user,
+        parts=[
+            Part(root=TextPart(text="file")),
+            Part(root=FilePart(file=FileWithBytes(bytes=encoded, mime_type="application/octet-stream", name="k.bin"))),
+        ],
+    )
+    task = task_of((await send_message(c, upload))[0])
+    assert task.status.state == TaskState.completed
+    got = await c.get_task(TaskQueryParams(id=task.id))
+    part = got.history[0].parts[1].root
+    assert (part.file.name, part.file.bytes) == ("k.bin", encoded)
+    assert base64.b64decode(part.file.bytes) == FILE_BYTES
+    async with http() as hc:
+        path = f"{server}/v1/tasks/{task.id}"
+        proto_json = await hc.get(path, headers={"X-A2A-Extensions": EXT, "User-Agent": "another-client/1"})
+        as_the_sdk_reads = await hc.get(path, headers={"X-A2A-Extensions": EXT})
+    once = proto_json.json()["history"][0]["content"][1]["file"]["fileWithBytes"]
+    assert base64.b64decode(once, validate=True) == FILE_BYTES, once
+    twice = as_the_sdk_reads.json()["history"][0]["content"][1]["file"]["fileWithBytes"]
+    assert base64.b64decode(twice, validate=True).decode() == encoded, twice
+
+
+async def send_message(c, m):
+    return [e async for e in c.send_message(m)]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -194,7 +194,7 @@ pub fn plan(call: &StreamCall, reply: OriginReply<'_>, last_event_id: Option<u64
         return Plan::Fallback;
     };
     let result = match &call.framing {
-        Framing::Rest | Framing::Rest03 => body,
+        Framing::Rest | Framing::Rest03 { .. } => body,
         Framing::JsonRpc { .. } => {
             if body.get("error").is_some() {
                 return Plan::PassThrough;
@@ -269,7 +269,7 @@ pub fn plan(call: &StreamCall, reply: OriginReply<'_>, last_event_id: Option<u64
 /// An error response in the shape of the client's binding.
 pub fn error_response(framing: &Framing, err: &A2aError) -> HttpResponse {
     match framing {
-        Framing::Rest | Framing::Rest03 => rest_error(err),
+        Framing::Rest | Framing::Rest03 { .. } => rest_error(err),
         Framing::JsonRpc { id, .. } => jsonrpc_error_response(id, err),
     }
 }
