@@ -272,7 +272,10 @@ async fn the_0_3_rest_binding_reads_proto_names_and_bytes_once() {
         assert_eq!(m["messageId"], format!("proto-names-{how}"), "{}", r.body);
         let file = &m["content"][1]["file"];
         assert_eq!(file["fileWithBytes"], once.as_str(), "{how}: base64 once on output");
-        assert_eq!((file["mimeType"].as_str(), file["name"].as_str()), (Some("application/octet-stream"), Some("k.bin")));
+        assert_eq!(
+            (file["mimeType"].as_str(), file["name"].as_str()),
+            (Some("application/octet-stream"), Some("k.bin"))
+        );
         assert_eq!(m["content"][2]["data"]["data"], json!({"snake_key": {"inner_key": 1}}), "data as sent");
         assert_eq!(m["content"][2]["metadata"], json!({"part_key": true}));
         assert_eq!(m["metadata"], json!({"my_key": {"nested_key": 2}}), "metadata as sent");
@@ -305,5 +308,9 @@ async fn the_0_3_rest_binding_reads_proto_names_and_bytes_once() {
         "content": [{"file": {"fileWithBytes": "not base64!"}}]}});
     let r = a.call("POST", "/v1/message:send", &ct, Some(&bad.to_string())).await;
     assert_eq!(r.status, 400, "{}", r.body);
-    assert!(r.body["error"]["message"].as_str().unwrap().contains("message.content[0].file.fileWithBytes"), "{}", r.body);
+    assert!(
+        r.body["error"]["message"].as_str().unwrap().contains("message.content[0].file.fileWithBytes"),
+        "{}",
+        r.body
+    );
 }

@@ -529,15 +529,21 @@ mod tests {
     #[test]
     fn a_large_event_in_small_chunks_costs_linear_work() {
         let text = "y".repeat(15 << 20);
-        let event = format!(r#"{{"artifactUpdate": {{"artifact": {{"artifactId": "a", "parts": [{{"text": "{text}"}}]}}}}}}"#);
-        for (framing, answer) in [(Framing::Lines, format!("{event}\n")), (Framing::Sse, format!("data: {event}\n\n"))] {
+        let event =
+            format!(r#"{{"artifactUpdate": {{"artifact": {{"artifactId": "a", "parts": [{{"text": "{text}"}}]}}}}}}"#);
+        for (framing, answer) in [(Framing::Lines, format!("{event}\n")), (Framing::Sse, format!("data: {event}\n\n"))]
+        {
             let mut r = Reader::new(framing, 16 << 20);
             let mut got = Vec::new();
             let mut fed = 0;
             for chunk in answer.as_bytes().chunks(4096) {
                 got.extend(r.push(&Bytes::copy_from_slice(chunk)).unwrap());
                 fed += chunk.len() as u64;
-                assert!(r.bytes_scanned() <= fed, "{framing:?}: {} bytes scanned for {fed} received", r.bytes_scanned());
+                assert!(
+                    r.bytes_scanned() <= fed,
+                    "{framing:?}: {} bytes scanned for {fed} received",
+                    r.bytes_scanned()
+                );
             }
             assert_eq!(kinds(&got), ["artifact"], "{framing:?}");
             assert_eq!(r.bytes_scanned(), answer.len() as u64, "{framing:?}");
@@ -580,7 +586,9 @@ mod tests {
         let user = r#"{"role": "ROLE_USER", "parts": [{"text": "I agree"}]}"#;
         let message = event(&format!(r#"{{"message": {user}}}"#));
         assert!(refusal(working, &message).unwrap_or_default().contains("role ROLE_USER"));
-        let said = event(&format!(r#"{{"statusUpdate": {{"status": {{"state": "TASK_STATE_WORKING", "message": {user}}}}}}}"#));
+        let said = event(&format!(
+            r#"{{"statusUpdate": {{"status": {{"state": "TASK_STATE_WORKING", "message": {user}}}}}}}"#
+        ));
         assert!(refusal(working, &said).unwrap_or_default().contains("role ROLE_USER"));
         let agent = event(r#"{"message": {"parts": [{"text": "hi"}]}}"#);
         assert_eq!(refusal(working, &agent), None, "a role left out is the agent's");

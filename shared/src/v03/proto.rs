@@ -243,7 +243,9 @@ fn part_out(part: Value, bytes: FileBytes) -> Value {
     if let Some(raw) = p.remove("raw") {
         // The 1.0 `raw` is the bytes' base64 already: ProtoJSON's `bytes`, once.
         let raw = match (bytes, raw) {
-            (FileBytes::Twice, Value::String(once)) => Value::String(base64::engine::general_purpose::STANDARD.encode(once)),
+            (FileBytes::Twice, Value::String(once)) => {
+                Value::String(base64::engine::general_purpose::STANDARD.encode(once))
+            }
             (_, raw) => raw,
         };
         file.insert("fileWithBytes".into(), raw);
@@ -441,7 +443,8 @@ mod tests {
                                 {"file": {"fileWithUri": "u", "mimeType": "t"}}]},
             })
         );
-        let Value::Object(twice) = json!({"message": {"content": [{"text": "a"}, {"mime_type": "a", "mimeType": "b"}]}})
+        let Value::Object(twice) =
+            json!({"message": {"content": [{"text": "a"}, {"mime_type": "a", "mimeType": "b"}]}})
         else {
             unreachable!()
         };
