@@ -120,6 +120,40 @@ async fn authentication_comes_before_every_other_check() {
     assert_eq!(r["error"]["code"], -32010);
 }
 
+/// One request, one API key: the header twice (or folded into a list by a proxy) is refused on
+/// every binding, whichever of the keys is valid.
+#[tokio::test]
+async fn a_duplicated_api_key_header_is_refused_on_every_binding() {
+    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), ..Default::default() }).await;
+    let ct = ("content-type", "application/json");
+    let rpc = |method: &str| json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"id": "t"}}).to_string();
+    let (v1, v03) = (rpc("GetTask"), rpc("tasks/get"));
+    let calls: [(&str, &str, Vec<(&str, &str)>, Option<&str>); 4] = [
+        ("POST", "/", vec![ct, ("A2A-Version", "1.0")], Some(&v1)),
+        ("POST", "/", vec![ct], Some(&v03)),
+        ("GET", "/tasks/t", vec![("A2A-Version", "1.0")], None),
+        ("GET", "/v1/tasks/t", vec![], None),
+    ];
+    for (method, path, headers, body) in calls {
+        for keys in [
+            &[("X-API-Key", "ka"), ("X-API-Key", "kb")][..],
+            &[("X-API-Key", "ka"), ("x-api-key", "ka")],
+            &[("X-API-Key", "ka, kb")],
+        ] {
+            let all: Vec<(&str, &str)> = headers.iter().copied().chain(keys.iter().copied()).collect();
+            let r = a.call(method, path, &all, body).await;
+            assert_eq!(r.status, 401, "{method} {path} {keys:?}: {}", r.body);
+            let message = r.body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("X-API-Key header must be sent once"), "{method} {path}: {}", r.body);
+            assert!(r.headers.contains_key("www-authenticate"));
+        }
+        // One key is fine (the task does not exist: the request got past authentication).
+        let all: Vec<(&str, &str)> = headers.iter().copied().chain([("X-API-Key", "ka")]).collect();
+        let r = a.call(method, path, &all, body).await;
+        assert_ne!(r.status, 401, "{method} {path}: {}", r.body);
+    }
+}
+
 #[tokio::test]
 async fn the_card_without_a_version_serves_both_generations() {
     let a = agent_with(Setup { extended: true, ..Default::default() }).await;
