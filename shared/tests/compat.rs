@@ -128,11 +128,13 @@ async fn a_duplicated_api_key_header_is_refused_on_every_binding() {
     let ct = ("content-type", "application/json");
     let rpc = |method: &str| json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"id": "t"}}).to_string();
     let (v1, v03) = (rpc("GetTask"), rpc("tasks/get"));
-    let calls: [(&str, &str, Vec<(&str, &str)>, Option<&str>); 4] = [
-        ("POST", "/", vec![ct, ("A2A-Version", "1.0")], Some(&v1)),
-        ("POST", "/", vec![ct], Some(&v03)),
-        ("GET", "/tasks/t", vec![("A2A-Version", "1.0")], None),
-        ("GET", "/v1/tasks/t", vec![], None),
+    // JSON-RPC 1.0 and 0.3, HTTP+JSON 1.0 and 0.3 (gRPC: tests/grpc.rs).
+    let v1_headers = [ct, ("A2A-Version", "1.0")];
+    let calls = [
+        ("POST", "/", &v1_headers[..], Some(v1.as_str())),
+        ("POST", "/", &[ct][..], Some(v03.as_str())),
+        ("GET", "/tasks/t", &[("A2A-Version", "1.0")][..], None),
+        ("GET", "/v1/tasks/t", &[][..], None),
     ];
     for (method, path, headers, body) in calls {
         for keys in [
