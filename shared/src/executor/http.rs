@@ -350,8 +350,11 @@ fn refusal(state: TaskState, event: &StreamResponse) -> Option<String> {
         StreamResponse::Message(m) if user(Some(m)) => {
             Some("a message with role ROLE_USER (the agent speaks as ROLE_AGENT)".into())
         }
+        // UNSPECIFIED and anything after a final state: the task's own rules name those.
         StreamResponse::StatusUpdate(u)
-            if u.status.state != TaskState::Unspecified && stage(u.status.state) < stage(state) =>
+            if u.status.state != TaskState::Unspecified
+                && !state.is_terminal()
+                && stage(u.status.state) < stage(state) =>
         {
             Some(format!("{} after {state} (a task never moves backwards)", u.status.state))
         }
@@ -580,6 +583,7 @@ mod tests {
             (working, "TASK_STATE_WORKING"),
             (working, "TASK_STATE_INPUT_REQUIRED"),
             (submitted, "TASK_STATE_COMPLETED"),
+            (TaskState::Completed, "TASK_STATE_WORKING"),
         ] {
             assert_eq!(refusal(now, &status(next)), None, "{now} -> {next}");
         }
