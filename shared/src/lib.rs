@@ -21,6 +21,7 @@ pub mod grpc;
 pub mod http;
 pub mod inflight;
 pub mod jsonrpc;
+pub mod lines;
 #[cfg(feature = "oidc")]
 pub mod oidc;
 pub mod operation;

@@ -1,8 +1,9 @@
 //! Bearer tokens: OAuth 2.0 access tokens as JWTs from an OpenID provider. This module owns turning
 //! a token into a verified [`Identity`]: the issuer's keys (OpenID discovery or an explicit JWKS URL,
-//! cached; a token with an unknown `kid` triggers a refetch at most once per
-//! [`OidcConfig::refetch_interval`],
-//! and keys older than [`KEYS_MAX_AGE`] are refetched), the signature (asymmetric algorithms only:
+//! cached for the JWKS response's `Cache-Control: max-age` within [`KEYS_MIN_AGE`] and
+//! [`KEYS_MAX_AGE`], [`KEYS_DEFAULT_AGE`] without one; a token with an unknown `kid` triggers a
+//! refetch; fetches are one at a time and at least [`OidcConfig::refetch_interval`] apart, failed
+//! ones included), the signature (asymmetric algorithms only:
 //! RS*, PS*, ES256/ES384, EdDSA; `none` and HMAC are refused, and a key signs only with its own
 //! family and declared `alg`), the registered claims (`iss`; `aud` among the allowed audiences; `exp`,
 //! `nbf`, `iat` with [`OidcConfig::leeway`]), the allowed client ids (`azp` or `client_id`), the
@@ -24,9 +25,14 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-/// The default least time between two key fetches caused by unknown key ids.
+/// The default least time between two key fetches (also after a failed one).
 pub const REFETCH_INTERVAL: Duration = Duration::from_secs(5);
-/// Keys older than this are fetched again before use (removed keys stop working).
+/// How long fetched keys are used before they are fetched again, when the JWKS response does not
+/// say (`Cache-Control: max-age`): a key the issuer removes stops working within this time.
+pub const KEYS_DEFAULT_AGE: Duration = Duration::from_secs(300);
+/// The least and the most time keys are kept, whatever the JWKS response's `max-age` says: at most
+/// one fetch a minute for a well-behaved issuer, and a removed key accepted for an hour at worst.
+pub const KEYS_MIN_AGE: Duration = Duration::from_secs(60);
 pub const KEYS_MAX_AGE: Duration = Duration::from_secs(3600);
 /// How long a verified token is taken on trust (unless it expires sooner): a key removed from the
 /// issuer's JWKS stops working for new tokens at once, for tokens seen before within this time.
@@ -68,7 +74,8 @@ pub struct OidcConfig {
     pub principal_claim: String,
     /// Clock skew tolerated on `exp`, `nbf` and `iat`.
     pub leeway: Duration,
-    /// The least time between two key fetches (an unknown `kid` causes one).
+    /// The least time between two key fetches, whatever caused them (an unknown `kid`, keys past
+    /// their age) and whether they succeeded.
     pub refetch_interval: Duration,
 }
 
@@ -120,7 +127,20 @@ impl SigningKey {
 
 struct Keys {
     keys: Vec<SigningKey>,
+    /// When `keys` were fetched (`None`: never).
     fetched: Option<Instant>,
+    /// How long `keys` are used before fetching again.
+    max_age: Duration,
+    /// When the last fetch started, whether it succeeded or not: the next waits
+    /// [`OidcConfig::refetch_interval`] (a burst of forged key ids, or an issuer that fails or
+    /// answers slowly, cannot make this host fetch more often).
+    attempted: Option<Instant>,
+}
+
+impl Keys {
+    fn fresh(&self) -> bool {
+        self.fetched.is_some_and(|t| t.elapsed() < self.max_age)
+    }
 }
 
 /// Verifies bearer tokens against one issuer; cheap to share (`Arc`) across requests.
@@ -128,7 +148,8 @@ pub struct BearerVerifier {
     config: OidcConfig,
     http: Option<reqwest::Client>,
     keys: RwLock<Keys>,
-    /// Held while fetching, so that a burst of unknown key ids causes one fetch.
+    /// Held while fetching, so that a burst of unknown key ids causes one fetch (single flight:
+    /// the others wait for it and use what it brought).
     fetching: tokio::sync::Mutex<()>,
     /// Verified tokens by their SHA-256.
     verified: RwLock<HashMap<[u8; 32], Verified>>,
@@ -167,7 +188,7 @@ impl BearerVerifier {
         Ok(Self {
             config,
             http,
-            keys: RwLock::new(Keys { keys, fetched }),
+            keys: RwLock::new(Keys { keys, fetched, max_age: KEYS_MAX_AGE, attempted: None }),
             fetching: tokio::sync::Mutex::new(()),
             verified: RwLock::new(HashMap::new()),
         })
@@ -263,40 +284,50 @@ impl BearerVerifier {
     }
 
     async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Refusal> {
-        let stale = self.keys.read().fetched.is_none_or(|t| t.elapsed() >= KEYS_MAX_AGE);
-        if !stale {
+        let unknown = || Refusal::InvalidToken("the token's signing key is unknown".into());
+        let fresh = self.keys.read().fresh();
+        if fresh {
             if let Some(key) = self.lookup(kid, alg)? {
                 return Ok(key);
             }
         }
-        if let Some(http) = &self.http {
-            let _one = self.fetching.lock().await;
-            // Another request may have fetched while this one waited.
-            let fetched = self.keys.read().fetched;
-            let found = self.lookup(kid, alg)?;
-            let fresh = fetched.is_some_and(|t| t.elapsed() < KEYS_MAX_AGE);
-            match found {
-                Some(key) if fresh => return Ok(key),
-                _ if fetched.is_none_or(|t| t.elapsed() >= self.config.refetch_interval) => {
-                    match self.fetch(http).await {
-                        Ok(keys) => {
-                            tracing::info!(issuer = %self.config.issuer, keys = keys.len(), "oidc: signing keys fetched");
-                            *self.keys.write() = Keys { keys, fetched: Some(Instant::now()) };
-                        }
-                        Err(why) => {
-                            tracing::warn!(issuer = %self.config.issuer, "oidc: fetching the keys failed: {why}");
-                            if let Some(key) = found {
-                                return Ok(key); // keep using known keys while the issuer is unreachable
-                            }
-                            return Err(Refusal::InvalidToken("the issuer's keys are not available".into()));
-                        }
-                    }
-                }
-                Some(key) => return Ok(key),
-                None => {}
+        let Some(http) = &self.http else { return self.lookup(kid, alg)?.ok_or_else(unknown) };
+        let _one = self.fetching.lock().await;
+        // What the fetch this request may have waited for brought.
+        let found = self.lookup(kid, alg)?;
+        let (fresh, may_fetch, ever_fetched) = {
+            let keys = self.keys.read();
+            let may_fetch = keys.attempted.is_none_or(|t| t.elapsed() >= self.config.refetch_interval);
+            (keys.fresh(), may_fetch, keys.fetched.is_some())
+        };
+        match found {
+            Some(key) if fresh => return Ok(key),
+            // Stale keys while fetches are paused: better than refusing every token.
+            Some(key) if !may_fetch => return Ok(key),
+            None if !may_fetch => {
+                return Err(if ever_fetched { unknown() } else { not_available() });
+            }
+            _ => {}
+        }
+        self.keys.write().attempted = Some(Instant::now());
+        match self.fetch(http).await {
+            Ok((keys, max_age)) => {
+                tracing::info!(
+                    issuer = %self.config.issuer, keys = keys.len(), max_age_secs = max_age.as_secs(),
+                    "oidc: signing keys fetched"
+                );
+                let mut held = self.keys.write();
+                held.keys = keys;
+                held.fetched = Some(Instant::now());
+                held.max_age = max_age;
+            }
+            Err(why) => {
+                tracing::warn!(issuer = %self.config.issuer, "oidc: fetching the keys failed: {why}");
+                // Keep using known keys while the issuer is unreachable.
+                return found.ok_or_else(not_available);
             }
         }
-        self.lookup(kid, alg)?.ok_or_else(|| Refusal::InvalidToken("the token's signing key is unknown".into()))
+        self.lookup(kid, alg)?.ok_or_else(unknown)
     }
 
     /// The key for `kid` (or the one key that fits `alg` when the token names none).
@@ -314,27 +345,52 @@ impl BearerVerifier {
         }
     }
 
-    async fn fetch(&self, http: &reqwest::Client) -> Result<Vec<SigningKey>, String> {
+    /// The issuer's signing keys, and how long to use them.
+    async fn fetch(&self, http: &reqwest::Client) -> Result<(Vec<SigningKey>, Duration), String> {
         let jwks_url = match &self.config.jwks_url {
             Some(url) => url.clone(),
             None => {
                 let base = self.config.issuer.trim_end_matches('/');
-                let doc = get_json(http, &format!("{base}/.well-known/openid-configuration")).await?;
+                let (doc, _) = get_json(http, &format!("{base}/.well-known/openid-configuration")).await?;
                 if doc.get("issuer").and_then(Value::as_str) != Some(self.config.issuer.as_str()) {
                     return Err("the discovery document names another issuer".into());
                 }
                 doc.get("jwks_uri").and_then(Value::as_str).ok_or("the discovery document has no jwks_uri")?.to_string()
             }
         };
-        parse_jwks(&get_json(http, &jwks_url).await?)
+        let (jwks, cache_control) = get_json(http, &jwks_url).await?;
+        Ok((parse_jwks(&jwks)?, keys_max_age(cache_control.as_deref())))
     }
 }
 
-async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
+fn not_available() -> Refusal {
+    Refusal::InvalidToken("the issuer's keys are not available".into())
+}
+
+/// How long to use keys served with `cache_control`: its `max-age` (`no-cache` and `no-store` mean
+/// 0) within [`KEYS_MIN_AGE`] and [`KEYS_MAX_AGE`]; [`KEYS_DEFAULT_AGE`] when it says nothing usable.
+fn keys_max_age(cache_control: Option<&str>) -> Duration {
+    let mut age = None;
+    for directive in cache_control.unwrap_or("").split(',').map(str::trim) {
+        let (name, value) = directive.split_once('=').unwrap_or((directive, ""));
+        if name.eq_ignore_ascii_case("max-age") {
+            age = value.trim().trim_matches('"').parse::<u64>().ok().or(age);
+        } else if name.eq_ignore_ascii_case("no-cache") || name.eq_ignore_ascii_case("no-store") {
+            age = Some(0);
+            break;
+        }
+    }
+    age.map_or(KEYS_DEFAULT_AGE, |secs| Duration::from_secs(secs).clamp(KEYS_MIN_AGE, KEYS_MAX_AGE))
+}
+
+/// A JSON document and its `Cache-Control` header.
+async fn get_json(http: &reqwest::Client, url: &str) -> Result<(Value, Option<String>), String> {
     let mut resp = http.get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
     if !resp.status().is_success() {
         return Err(format!("{url}: {}", resp.status()));
     }
+    let cache_control =
+        resp.headers().get(reqwest::header::CACHE_CONTROL).and_then(|v| v.to_str().ok()).map(String::from);
     let mut body = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(|e| format!("{url}: {e}"))? {
         if body.len() + chunk.len() > MAX_DOCUMENT {
@@ -342,7 +398,8 @@ async fn get_json(http: &reqwest::Client, url: &str) -> Result<Value, String> {
         }
         body.extend_from_slice(&chunk);
     }
-    serde_json::from_slice(&body).map_err(|e| format!("{url}: not JSON: {e}"))
+    let doc = serde_json::from_slice(&body).map_err(|e| format!("{url}: not JSON: {e}"))?;
+    Ok((doc, cache_control))
 }
 
 /// The signing keys of a JWKS document; keys this verifier cannot use (encryption keys, unknown
@@ -406,265 +463,4 @@ fn refusal(kind: &jsonwebtoken::errors::ErrorKind) -> Refusal {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use aws_lc_rs::rand::SystemRandom;
-    use aws_lc_rs::signature::{EcdsaKeyPair, Ed25519KeyPair, KeyPair, ECDSA_P256_SHA256_FIXED_SIGNING};
-    use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
-    use base64::Engine;
-    use jsonwebtoken::{encode, EncodingKey, Header};
-    use serde_json::json;
-
-    struct Signer {
-        kid: String,
-        alg: Algorithm,
-        key: EncodingKey,
-        jwk: Value,
-    }
-
-    fn ed25519(kid: &str) -> Signer {
-        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
-        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
-        let x = B64.encode(pair.public_key().as_ref());
-        Signer {
-            kid: kid.into(),
-            alg: Algorithm::EdDSA,
-            key: EncodingKey::from_ed_der(pkcs8.as_ref()),
-            jwk: json!({"kty": "OKP", "crv": "Ed25519", "x": x, "kid": kid, "use": "sig", "alg": "EdDSA"}),
-        }
-    }
-
-    fn p256(kid: &str) -> Signer {
-        let rng = SystemRandom::new();
-        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
-        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref()).unwrap();
-        let point = pair.public_key().as_ref();
-        let (x, y) = (B64.encode(&point[1..33]), B64.encode(&point[33..65]));
-        Signer {
-            kid: kid.into(),
-            alg: Algorithm::ES256,
-            key: EncodingKey::from_ec_der(pkcs8.as_ref()),
-            jwk: json!({"kty": "EC", "crv": "P-256", "x": x, "y": y, "kid": kid, "use": "sig", "alg": "ES256"}),
-        }
-    }
-
-    const ISS: &str = "https://id.example/";
-    const AUD: &str = "https://agent.example/";
-
-    fn claims(extra: Value) -> Value {
-        let now = jsonwebtoken::get_current_timestamp();
-        let mut c = json!({"iss": ISS, "aud": AUD, "sub": "client-a", "azp": "client-a", "iat": now,
-            "exp": now + 300, "scope": "a2a:send a2a:read"});
-        for (k, v) in extra.as_object().unwrap() {
-            if v.is_null() {
-                c.as_object_mut().unwrap().remove(k);
-            } else {
-                c[k] = v.clone();
-            }
-        }
-        c
-    }
-
-    fn sign(s: &Signer, claims: &Value) -> String {
-        let mut header = Header::new(s.alg);
-        header.kid = Some(s.kid.clone());
-        encode(&header, claims, &s.key).unwrap()
-    }
-
-    fn verifier(signers: &[&Signer], tune: impl FnOnce(&mut OidcConfig)) -> BearerVerifier {
-        let mut config = OidcConfig::new(ISS, vec![AUD.into()]);
-        tune(&mut config);
-        let jwks = json!({"keys": signers.iter().map(|s| s.jwk.clone()).collect::<Vec<_>>()});
-        BearerVerifier::with_keys(config, &jwks).unwrap()
-    }
-
-    fn invalid(r: Result<Identity, Refusal>) -> String {
-        match r {
-            Err(Refusal::InvalidToken(why)) => why,
-            other => panic!("expected invalid_token, got {other:?}"),
-        }
-    }
-
-    #[tokio::test]
-    async fn a_valid_token_names_its_principal_client_and_scopes() {
-        for s in [ed25519("k1"), p256("k2")] {
-            let v = verifier(&[&s], |_| {});
-            let id = v.verify(&sign(&s, &claims(json!({}))), &["a2a:send"]).await.unwrap();
-            assert_eq!(id.principal, "client-a");
-            assert_eq!(id.client_id.as_deref(), Some("client-a"));
-            assert_eq!(*id.scopes, ["a2a:read", "a2a:send"].map(String::from).into());
-        }
-        let s = ed25519("k1");
-        let v = verifier(&[&s], |c| c.principal_claim = "client_id".into());
-        let token = sign(&s, &claims(json!({"azp": null, "client_id": "svc", "scope": null, "scp": ["x"]})));
-        let id = v.verify(&token, &["x"]).await.unwrap();
-        assert_eq!((id.principal.as_str(), id.client_id.as_deref()), ("svc", Some("svc")));
-    }
-
-    #[tokio::test]
-    async fn every_bad_token_is_refused_with_its_reason() {
-        let s = ed25519("k1");
-        let v = verifier(&[&s], |c| c.client_ids = vec!["client-a".into()]);
-        let now = jsonwebtoken::get_current_timestamp();
-        let cases = [
-            (json!({"iss": "https://other.example/"}), "another issuer"),
-            (json!({"aud": "https://other-api.example/"}), "another audience"),
-            (json!({"exp": now - 3600}), "expired"),
-            (json!({"nbf": now + 3600}), "not valid yet"),
-            (json!({"iat": now + 3600}), "in the future"),
-            (json!({"exp": null}), "no exp claim"),
-            (json!({"azp": "intruder"}), "not allowed"),
-            (json!({"sub": null}), "no sub claim"),
-        ];
-        for (extra, why) in cases {
-            let result = v.verify(&sign(&s, &claims(extra.clone())), &[]).await;
-            assert!(matches!(result, Err(Refusal::InvalidToken(_))), "{extra}: {result:?}");
-            let got = invalid(result);
-            assert!(got.contains(why), "{extra}: {got}");
-        }
-        // Signed by a key the issuer does not publish, under a known kid.
-        let forger = ed25519("k1");
-        assert!(invalid(v.verify(&sign(&forger, &claims(json!({}))), &[]).await).contains("signature"));
-        // An unknown kid.
-        let other = ed25519("k9");
-        assert!(invalid(v.verify(&sign(&other, &claims(json!({}))), &[]).await).contains("unknown"));
-        // Garbage.
-        assert!(invalid(v.verify("not.a.jwt", &[]).await).contains("well-formed"));
-    }
-
-    #[tokio::test]
-    async fn none_and_hmac_tokens_are_refused() {
-        let s = p256("k1");
-        let v = verifier(&[&s], |_| {});
-        let body = B64.encode(claims(json!({})).to_string());
-        let none = format!("{}.{body}.", B64.encode(r#"{"alg":"none","kid":"k1"}"#));
-        assert_eq!(invalid(v.verify(&none, &[]).await), "tokens signed with none are not accepted");
-        // HMAC keyed with the public key's bytes: the classic confusion.
-        let public = s.jwk.to_string();
-        let mut header = Header::new(Algorithm::HS256);
-        header.kid = Some("k1".into());
-        let hs = encode(&header, &claims(json!({})), &EncodingKey::from_secret(public.as_bytes())).unwrap();
-        assert!(invalid(v.verify(&hs, &[]).await).contains("HS256"));
-        // A key used with another algorithm than its own.
-        let ed = ed25519("k1");
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.kid = Some("k1".into());
-        let cross = encode(&header, &claims(json!({})), &ed.key).unwrap();
-        assert!(invalid(v.verify(&cross, &[]).await).contains("does not sign with"));
-    }
-
-    #[tokio::test]
-    async fn missing_scopes_are_named() {
-        let s = ed25519("k1");
-        let v = verifier(&[&s], |c| c.required_scopes = vec!["a2a:send".into()]);
-        let token = sign(&s, &claims(json!({"scope": "a2a:read"})));
-        assert_eq!(v.verify(&token, &[]).await, Err(Refusal::InsufficientScope("a2a:send".into())));
-        let token = sign(&s, &claims(json!({})));
-        assert_eq!(v.verify(&token, &["a2a:push"]).await, Err(Refusal::InsufficientScope("a2a:push".into())));
-    }
-
-    /// A token seen before is not verified again, but its scopes are checked on every request and
-    /// it stops working when it expires.
-    #[tokio::test]
-    async fn verified_tokens_are_cached_until_they_expire() {
-        let s = p256("k1");
-        let v = verifier(&[&s], |c| c.leeway = Duration::ZERO);
-        let now = jsonwebtoken::get_current_timestamp();
-        let token = sign(&s, &claims(json!({"exp": now + 2})));
-        let first = v.verify(&token, &[]).await.unwrap();
-        assert_eq!(v.verified.read().len(), 1);
-        assert_eq!(v.verify(&token, &[]).await.unwrap(), first);
-        assert_eq!(v.verify(&token, &["a2a:push"]).await, Err(Refusal::InsufficientScope("a2a:push".into())));
-        tokio::time::sleep(Duration::from_millis(3100)).await;
-        assert_eq!(invalid(v.verify(&token, &[]).await), "the token has expired");
-    }
-
-    #[test]
-    fn an_audience_or_a_client_is_required() {
-        assert!(BearerVerifier::with_keys(OidcConfig::new(ISS, vec![]), &json!({"keys": []})).is_err());
-        assert!(BearerVerifier::new(OidcConfig::new(ISS, vec![])).is_err());
-    }
-
-    /// Cognito access tokens carry no `aud`: the allowed client ties them to this API.
-    #[tokio::test]
-    async fn without_audiences_the_client_decides() {
-        let s = p256("k1");
-        let v = verifier(&[&s], |c| {
-            c.audiences.clear();
-            c.client_ids = vec!["client-a".into()];
-        });
-        let no_aud = json!({"aud": null, "azp": null, "client_id": "client-a"});
-        assert_eq!(v.verify(&sign(&s, &claims(no_aud)), &[]).await.unwrap().client_id.as_deref(), Some("client-a"));
-        let other = json!({"aud": null, "azp": null, "client_id": "client-b"});
-        assert!(invalid(v.verify(&sign(&s, &claims(other)), &[]).await).contains("client"));
-    }
-
-    /// A tiny issuer on 127.0.0.1: discovery and a JWKS that can be swapped, counting JWKS fetches.
-    async fn issuer(
-        jwks: Value,
-    ) -> (String, std::sync::Arc<parking_lot::Mutex<Value>>, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::sync::Arc;
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let base = format!("http://{}", listener.local_addr().unwrap());
-        let (keys, fetches) = (Arc::new(parking_lot::Mutex::new(jwks)), Arc::new(AtomicUsize::new(0)));
-        let (k, f, b) = (keys.clone(), fetches.clone(), base.clone());
-        tokio::spawn(async move {
-            while let Ok((mut conn, _)) = listener.accept().await {
-                let mut buf = vec![0u8; 4096];
-                let n = conn.read(&mut buf).await.unwrap_or(0);
-                let head = String::from_utf8_lossy(&buf[..n]).to_string();
-                let body = if head.starts_with("GET /.well-known/openid-configuration") {
-                    json!({"issuer": b, "jwks_uri": format!("{b}/jwks")}).to_string()
-                } else {
-                    f.fetch_add(1, Ordering::SeqCst);
-                    k.lock().to_string()
-                };
-                let resp = format!(
-                    "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-                let _ = conn.write_all(resp.as_bytes()).await;
-            }
-        });
-        (base, keys, fetches)
-    }
-
-    #[tokio::test]
-    async fn keys_come_from_discovery_and_rotate_with_bounded_refetches() {
-        use std::sync::atomic::Ordering;
-        let (k1, k2) = (ed25519("k1"), p256("k2"));
-        let (base, keys, fetches) = issuer(json!({"keys": [k1.jwk.clone()]})).await;
-        let mut config = OidcConfig::new(base.clone(), vec![AUD.into()]);
-        config.refetch_interval = Duration::from_millis(300);
-        let v = std::sync::Arc::new(BearerVerifier::new(config).unwrap());
-        let token = |s: &Signer| sign(s, &claims(json!({"iss": base.clone()})));
-        let before = token(&k1);
-        v.verify(&before, &[]).await.unwrap();
-        v.verify(&token(&k1), &[]).await.unwrap();
-        assert_eq!(fetches.load(Ordering::SeqCst), 1, "keys are cached");
-
-        // The issuer rotates to k2. Within the interval an unknown kid causes no fetch.
-        *keys.lock() = json!({"keys": [k2.jwk.clone()]});
-        assert!(invalid(v.verify(&token(&k2), &[]).await).contains("unknown"));
-        assert_eq!(fetches.load(Ordering::SeqCst), 1);
-        tokio::time::sleep(Duration::from_millis(350)).await;
-        // After it, a burst of tokens with the new kid causes one fetch.
-        let burst: Vec<_> = (0..16)
-            .map(|_| {
-                let (v, t) = (v.clone(), token(&k2));
-                tokio::spawn(async move { v.verify(&t, &[]).await })
-            })
-            .collect();
-        for task in burst {
-            task.await.unwrap().unwrap();
-        }
-        assert_eq!(fetches.load(Ordering::SeqCst), 2);
-        // The retired key no longer verifies new tokens; a token verified before stays trusted for
-        // at most VERIFIED_TTL.
-        let fresh = sign(&k1, &claims(json!({"iss": base.clone(), "jti": "after-rotation"})));
-        assert!(invalid(v.verify(&fresh, &[]).await).contains("unknown"));
-        v.verify(&before, &[]).await.unwrap();
-    }
-}
+mod tests;

@@ -17,7 +17,7 @@ use crate::service::Service;
 use crate::sse::Framing;
 use crate::types::*;
 use crate::v03;
-use crate::v03::proto::{config_out, message_out, send_in, task_out};
+use crate::v03::proto::{config_out, json_names, message_out, send_in, task_out};
 use crate::version::Version;
 
 /// The routes of the 0.3 binding, as `(method, path after /v1)`.
@@ -113,11 +113,16 @@ fn encode(output: Output) -> Result<Vec<u8>> {
     serde_json::to_vec(&body).map_err(|e| A2aError::internal(e.to_string()))
 }
 
+/// A request body with every field under its JSON name (ProtoJSON accepts proto names too; see
+/// [`json_names`]): the one place where 0.3 bodies are read.
+fn body03(parts: &http::request::Parts, body: &[u8]) -> Result<serde_json::Map<String, Value>> {
+    json_names(body_object(parts, body)?)
+}
+
 fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result<Op> {
-    let query = |name: &str| crate::version::query_param(parts.uri.query(), &[name]);
     Ok(match route {
         Route::Send | Route::Stream => {
-            let req = send_in(body_object(parts, body)?)?;
+            let req = send_in(body03(parts, body)?)?;
             if *route == Route::Send {
                 Op::SendMessage(req)
             } else {
@@ -133,7 +138,10 @@ fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result
             Op::ListTasks(decode(Value::Object(q), "")?)
         }
         Route::GetTask(id) => {
-            let history_length = match query("historyLength").filter(|h| !h.is_empty()) {
+            // Query parameters, like body fields, by JSON name or proto name.
+            let names = ["historyLength", "history_length"];
+            let history_length = match crate::version::query_param(parts.uri.query(), &names).filter(|h| !h.is_empty())
+            {
                 None => None,
                 Some(h) => {
                     Some(h.parse::<i32>().map_err(|_| A2aError::invalid_field("historyLength", "is not an integer"))?)
@@ -150,7 +158,7 @@ fn decode_op(parts: &http::request::Parts, body: &[u8], route: &Route) -> Result
         Route::CreateConfig(task_id) => {
             // The reference sends a CreateTaskPushNotificationConfigRequest ({parent, configId,
             // config}); other 0.3 clients send the TaskPushNotificationConfig itself ({name, ...}).
-            let mut body = body_object(parts, body)?;
+            let mut body = body03(parts, body)?;
             let (named, field) = match body.remove("config") {
                 Some(Value::Object(config)) => (config, "config.pushNotificationConfig"),
                 _ => (body.clone(), "pushNotificationConfig"),

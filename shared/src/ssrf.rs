@@ -4,8 +4,9 @@
 //! `http://2130706433/` are all the IP address 127.0.0.1 here as they are on the wire. Refused,
 //! unless allow-listed: every block of the IANA IPv4 and IPv6 special-purpose address registries
 //! that is not globally reachable (loopback, private, link-local with the cloud metadata endpoints,
-//! CGNAT, benchmarking, documentation, reserved, multicast, discard, ...) and IPv6 addresses that
-//! carry an IPv4 address (IPv4-mapped, IPv4-compatible, NAT64, 6to4) when that address is refused.
+//! CGNAT, benchmarking, documentation, reserved, multicast, discard, ...); for IPv6, everything
+//! that is not global unicast (`2000::/3`, less its special-purpose blocks), except addresses that
+//! carry an IPv4 address (IPv4-mapped, NAT64, 6to4), which are judged by that address.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -116,33 +117,30 @@ const V4_REFUSED: &[([u8; 4], u8)] = &[
     ([240, 0, 0, 0], 4),     // reserved (and 255.255.255.255, limited broadcast)
 ];
 
-/// IANA IPv6 Special-Purpose Address Registry: the blocks that are not globally reachable, plus
-/// multicast, site-local and the 6bone remnants. Blocks that embed an IPv4 address are judged by
-/// that address instead (see [`embedded_v4`]).
-const V6_REFUSED: &[([u16; 8], u8)] = &[
-    ([0, 0, 0, 0, 0, 0, 0, 0], 128),         // unspecified
-    ([0, 0, 0, 0, 0, 0, 0, 1], 128),         // loopback
-    ([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48),  // local-use IPv4/IPv6 translation
-    ([0x100, 0, 0, 0, 0, 0, 0, 0], 64),      // discard-only
-    ([0x2001, 0, 0, 0, 0, 0, 0, 0], 23),     // IETF protocol assignments (Teredo, benchmarking, ORCHID...)
+/// IPv6 webhooks may reach global unicast addresses only (`2000::/3`, RFC 4291): everything else —
+/// unspecified, loopback, IPv4-translated (`::ffff:0:a.b.c.d`), discard-only, local-use NAT64,
+/// segment routing, unique local (`fd00:ec2::254`: the EC2 metadata endpoint), link-local,
+/// site-local, multicast, and whatever IANA assigns outside `2000::/3` later — is refused, except
+/// where an IPv4 address is carried (see [`embedded_v4`]).
+const V6_GLOBAL_UNICAST: ([u16; 8], u8) = ([0x2000, 0, 0, 0, 0, 0, 0, 0], 3);
+
+/// The blocks of `2000::/3` that the IANA IPv6 Special-Purpose Address Registry does not mark
+/// globally reachable (6to4, `2002::/16`, is judged by the IPv4 address it carries).
+const V6_REFUSED_IN_GLOBAL: &[([u16; 8], u8)] = &[
+    ([0x2001, 0, 0, 0, 0, 0, 0, 0], 23), // IETF protocol assignments (Teredo, benchmarking, ORCHID...)
     ([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32), // documentation
-    ([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20),     // documentation
-    ([0x5f00, 0, 0, 0, 0, 0, 0, 0], 16),     // segment routing SIDs
-    ([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7),      // unique local (fd00:ec2::254: the EC2 metadata endpoint)
-    ([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10),     // link-local
-    ([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10),     // site-local (deprecated)
-    ([0xff00, 0, 0, 0, 0, 0, 0, 0], 8),      // multicast
+    ([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20), // documentation
 ];
 
-/// The IPv4 address an IPv6 address carries: IPv4-mapped (`::ffff:a.b.c.d`), IPv4-compatible
-/// (`::a.b.c.d`, deprecated), the NAT64 well-known prefix (`64:ff9b::a.b.c.d`) and 6to4
-/// (`2002:AABB:CCDD::`).
+/// The IPv4 address an IPv6 address carries, where connecting to it reaches that IPv4 address:
+/// IPv4-mapped (`::ffff:a.b.c.d`), the NAT64 well-known prefix (`64:ff9b::a.b.c.d`) and 6to4
+/// (`2002:AABB:CCDD::`). (IPv4-compatible `::a.b.c.d` is deprecated and not global unicast: refused
+/// as such.)
 fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
     let s = ip.segments();
     let low = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
     match s {
         [0, 0, 0, 0, 0, 0xffff, _, _] => Some(low),
-        [0, 0, 0, 0, 0, 0, _, _] if u128::from(ip) > 1 => Some(low),
         [0x64, 0xff9b, 0, 0, 0, 0, _, _] => Some(low),
         [0x2002, a, b, ..] => Some(Ipv4Addr::new((a >> 8) as u8, a as u8, (b >> 8) as u8, b as u8)),
         _ => None,
@@ -155,7 +153,11 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
         IpAddr::V4(v4) => V4_REFUSED.iter().any(|(net, len)| in_v4(v4, Ipv4Addr::from(*net), *len)),
         IpAddr::V6(v6) => match embedded_v4(v6) {
             Some(v4) => is_forbidden(IpAddr::V4(v4)),
-            None => V6_REFUSED.iter().any(|(net, len)| in_v6(v6, Ipv6Addr::from(*net), *len)),
+            None => {
+                let (global, len) = V6_GLOBAL_UNICAST;
+                !in_v6(v6, Ipv6Addr::from(global), len)
+                    || V6_REFUSED_IN_GLOBAL.iter().any(|(net, len)| in_v6(v6, Ipv6Addr::from(*net), *len))
+            }
         },
     }
 }
@@ -273,6 +275,29 @@ mod tests {
             "fec0::1",
             "ff02::1",
             "100::1",
+            // Not global unicast, or carrying a refused IPv4 address (the forms of issue 11).
+            "::ffff:0:7f00:1",
+            "::ffff:0:a00:1",
+            "::ffff:0:808:808",
+            "::8.8.8.8",
+            "::0.0.0.2",
+            "64:ff9b::a00:1",
+            "64:ff9b::c0a8:101",
+            "64:ff9b:1::808:808",
+            "2002:c0a8:101::1",
+            "2002:a9fe:a9fe::",
+            "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+            "2001:db8:85a3::8a2e:370:7334",
+            "3fff:fff::1",
+            "fd12:3456:789a::1",
+            "febf::1",
+            "ff0e::1",
+            "100::ffff:1",
+            "5f00::1",
+            "4000::1",
+            "8000::1",
+            "e000::1",
+            "1fff:ffff::1",
         ] {
             assert!(is_forbidden(bad.parse().unwrap()), "{bad}");
         }
@@ -284,6 +309,8 @@ mod tests {
             "::ffff:8.8.8.8",
             "64:ff9b::808:808",
             "2002:808:808::1",
+            "2a00:1450:4001:80b::200e",
+            "2001:4860:4860::8888",
         ] {
             assert!(!is_forbidden(good.parse().unwrap()), "{good}");
         }
@@ -318,6 +345,8 @@ mod tests {
             "http://[::1]/x",
             "http://[::ffff:7f00:1]/x",
             "http://[64:ff9b::7f00:1]/x",
+            "http://[::ffff:0:7f00:1]/x",
+            "http://[fd00:ec2::254]/latest/meta-data",
             "http://169.254.169.254./latest/meta-data",
             "http://LOCALHOST./x",
             "http://api.localhost/x",

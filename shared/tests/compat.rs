@@ -120,6 +120,42 @@ async fn authentication_comes_before_every_other_check() {
     assert_eq!(r["error"]["code"], -32010);
 }
 
+/// One request, one API key: the header twice (or folded into a list by a proxy) is refused on
+/// every binding, whichever of the keys is valid.
+#[tokio::test]
+async fn a_duplicated_api_key_header_is_refused_on_every_binding() {
+    let a = agent_with(Setup { api_keys: Some("alice:ka,bob:kb"), ..Default::default() }).await;
+    let ct = ("content-type", "application/json");
+    let rpc = |method: &str| json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": {"id": "t"}}).to_string();
+    let (v1, v03) = (rpc("GetTask"), rpc("tasks/get"));
+    // JSON-RPC 1.0 and 0.3, HTTP+JSON 1.0 and 0.3 (gRPC: tests/grpc.rs).
+    let v1_headers = [ct, ("A2A-Version", "1.0")];
+    let calls = [
+        ("POST", "/", &v1_headers[..], Some(v1.as_str())),
+        ("POST", "/", &[ct][..], Some(v03.as_str())),
+        ("GET", "/tasks/t", &[("A2A-Version", "1.0")][..], None),
+        ("GET", "/v1/tasks/t", &[][..], None),
+    ];
+    for (method, path, headers, body) in calls {
+        for keys in [
+            &[("X-API-Key", "ka"), ("X-API-Key", "kb")][..],
+            &[("X-API-Key", "ka"), ("x-api-key", "ka")],
+            &[("X-API-Key", "ka, kb")],
+        ] {
+            let all: Vec<(&str, &str)> = headers.iter().copied().chain(keys.iter().copied()).collect();
+            let r = a.call(method, path, &all, body).await;
+            assert_eq!(r.status, 401, "{method} {path} {keys:?}: {}", r.body);
+            let message = r.body["error"]["message"].as_str().unwrap_or_default();
+            assert!(message.contains("X-API-Key header must be sent once"), "{method} {path}: {}", r.body);
+            assert!(r.headers.contains_key("www-authenticate"));
+        }
+        // One key is fine (the task does not exist: the request got past authentication).
+        let all: Vec<(&str, &str)> = headers.iter().copied().chain([("X-API-Key", "ka")]).collect();
+        let r = a.call(method, path, &all, body).await;
+        assert_ne!(r.status, 401, "{method} {path}: {}", r.body);
+    }
+}
+
 #[tokio::test]
 async fn the_card_without_a_version_serves_both_generations() {
     let a = agent_with(Setup { extended: true, ..Default::default() }).await;
@@ -240,4 +276,77 @@ async fn the_0_3_extension_header_and_config_lookups() {
     assert_eq!(r.body["result"]["pushNotificationConfig"]["id"], "mine");
     let r = a.call("POST", "/", &with_ext, Some(&call("tasks/pushNotificationConfig/get", json!({"id": id})))).await;
     assert_eq!(r.body["result"]["pushNotificationConfig"]["url"], "https://93.184.216.34/a", "{}", r.body);
+}
+
+/// 0.3 HTTP+JSON bodies as ProtoJSON parsers read them: fields by JSON name or proto name (the 0.3
+/// TCK's REST client sends proto names), free-form metadata and data as sent; `fileWithBytes` is the
+/// bytes' base64, once, on output, and read once- or twice-encoded (a2a-sdk 0.3 for Python).
+#[tokio::test]
+async fn the_0_3_rest_binding_reads_proto_names_and_bytes_once() {
+    use base64::engine::general_purpose::STANDARD as B64;
+    use base64::Engine;
+    let a = agent().await;
+    let ct = [("content-type", "application/json")];
+    let bytes: &[u8] = b"\x00\x01\xfe\xffknown bytes\n";
+    let once = B64.encode(bytes);
+    let twice = B64.encode(&once);
+    for (sent, how) in [(&once, "once"), (&twice, "twice")] {
+        let body = json!({
+            "message": {"message_id": format!("proto-names-{how}"), "role": "ROLE_USER", "content": [
+                {"text": "files"},
+                {"file": {"file_with_bytes": sent, "mime_type": "application/octet-stream", "name": "k.bin"}},
+                {"data": {"data": {"snake_key": {"inner_key": 1}}}, "metadata": {"part_key": true}}
+            ], "metadata": {"my_key": {"nested_key": 2}}},
+            "configuration": {"blocking": true, "accepted_output_modes": ["text/plain"], "history_length": 5},
+            "metadata": {"request_key": 3}
+        });
+        let r = a.call("POST", "/v1/message:send", &ct, Some(&body.to_string())).await;
+        assert_eq!(r.status, 200, "{how}: {}", r.body);
+        let id = r.body["task"]["id"].as_str().unwrap().to_string();
+        let r = a.call("GET", &format!("/v1/tasks/{id}"), &[], None).await;
+        let m = &r.body["history"][0];
+        assert_eq!(m["messageId"], format!("proto-names-{how}"), "{}", r.body);
+        let file = &m["content"][1]["file"];
+        assert_eq!(file["fileWithBytes"], once.as_str(), "{how}: base64 once on output");
+        assert_eq!(
+            (file["mimeType"].as_str(), file["name"].as_str()),
+            (Some("application/octet-stream"), Some("k.bin"))
+        );
+        assert_eq!(m["content"][2]["data"]["data"], json!({"snake_key": {"inner_key": 1}}), "data as sent");
+        assert_eq!(m["content"][2]["metadata"], json!({"part_key": true}));
+        assert_eq!(m["metadata"], json!({"my_key": {"nested_key": 2}}), "metadata as sent");
+        // a2a-sdk for Python (httpx's User-Agent) reads the base64 of the base64 text.
+        let r = a.call("GET", &format!("/v1/tasks/{id}"), &[("user-agent", "python-httpx/0.28.1")], None).await;
+        assert_eq!(r.body["history"][0]["content"][1]["file"]["fileWithBytes"], twice.as_str(), "{how}");
+    }
+
+    // CreateTaskPushNotificationConfig with proto names (what the 0.3 TCK sends).
+    let r = a.call("GET", "/v1/tasks?pageSize=1", &[], None).await;
+    let id = r.body["tasks"][0]["id"].as_str().unwrap().to_string();
+    let path = format!("/v1/tasks/{id}/pushNotificationConfigs");
+    let cfg = json!({"parent": format!("tasks/{id}"), "config_id": "snake",
+        "config": {"push_notification_config": {"url": "https://93.184.216.34/p", "token": "t",
+            "authentication": {"schemes": ["Bearer"], "credentials": "c"}}}});
+    let r = a.call("POST", &path, &ct, Some(&cfg.to_string())).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["name"], format!("tasks/{id}/pushNotificationConfigs/snake"));
+    assert_eq!(r.body["pushNotificationConfig"]["url"], "https://93.184.216.34/p");
+    let r = a.call("GET", &format!("/v1/tasks/{id}?history_length=1"), &[], None).await;
+    assert_eq!(r.body["history"].as_array().map(Vec::len), Some(1), "{}", r.body);
+
+    // One field under both names, and bytes that are not base64: refused, naming the field.
+    let both = json!({"config": {"pushNotificationConfig": {"url": "https://93.184.216.34/a"},
+        "push_notification_config": {"url": "https://93.184.216.34/b"}}});
+    let r = a.call("POST", &path, &ct, Some(&both.to_string())).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("config.pushNotificationConfig"), "{}", r.body);
+    let bad = json!({"message": {"messageId": "bad-bytes", "role": "ROLE_USER",
+        "content": [{"file": {"fileWithBytes": "not base64!"}}]}});
+    let r = a.call("POST", "/v1/message:send", &ct, Some(&bad.to_string())).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(
+        r.body["error"]["message"].as_str().unwrap().contains("message.content[0].file.fileWithBytes"),
+        "{}",
+        r.body
+    );
 }

@@ -76,7 +76,7 @@ async fn prepare(
     grpc.ready().await.unwrap();
     let mut req = tonic::Request::new(encode(&format!("lf.a2a.v1.{input}"), body).unwrap());
     for (k, v) in meta {
-        req.metadata_mut().insert(*k, v.parse().unwrap());
+        req.metadata_mut().append(*k, v.parse().unwrap());
     }
     (grpc, req, PathAndQuery::try_from(format!("/lf.a2a.v1.A2AService/{method}")).unwrap())
 }
@@ -175,6 +175,12 @@ async fn api_keys_come_from_metadata() {
     let ok =
         unary(&channel, "ListTasks", "ListTasksRequest", "ListTasksResponse", json!({}), &[("x-api-key", "k1")]).await;
     assert!(ok.is_ok(), "{ok:?}");
+    // One key per call: the header twice is refused, even when both are valid.
+    let twice = [("x-api-key", "k1"), ("x-api-key", "k1")];
+    let refused =
+        unary(&channel, "ListTasks", "ListTasksRequest", "ListTasksResponse", json!({}), &twice).await.unwrap_err();
+    assert_eq!(refused.code(), Code::Unauthenticated);
+    assert!(refused.message().contains("must be sent once"), "{refused:?}");
 }
 
 async fn stream(

@@ -1,7 +1,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 //! The SSRF matrix: webhook URLs that reach special-purpose addresses in disguise (a trailing dot,
-//! hex, octal and decimal IPv4, IPv4-mapped, NAT64 and 6to4 IPv6, metadata and benchmarking ranges,
+//! hex, octal and decimal IPv4, IPv4-mapped, -translated and -compatible, NAT64, 6to4 and Teredo
+//! IPv6, IPv6 outside global unicast, metadata and benchmarking ranges,
 //! `localhost.`), and names that do not resolve, are refused at registration on both bindings and
 //! as inline configs (leaving no task behind), and at delivery a receiver on loopback gets nothing
 //! unless loopback is allow-listed — in which case the disguised form reaches it like the plain one,
@@ -28,6 +29,16 @@ const DISGUISED: &[&str] = &[
     "http://[::ffff:127.0.0.1]/hook",
     "http://[64:ff9b::7f00:1]/hook",
     "http://[2002:7f00:1::]/hook",
+    "http://[::ffff:0:7f00:1]/hook",
+    "http://[::7f00:1]/hook",
+    "http://[64:ff9b::a9fe:a9fe]/latest",
+    "http://[2002:c0a8:101::1]/hook",
+    "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/hook",
+    "http://[2001:db8::1]/hook",
+    "http://[fe80::1]/hook",
+    "http://[ff02::1]/hook",
+    "http://[100::1]/hook",
+    "http://[4000::1]/hook",
     "http://169.254.169.254./latest/meta-data",
     "http://[fd00:ec2::254]/latest",
     "http://198.18.0.1/hook",
@@ -92,7 +103,16 @@ async fn delivery_refuses_what_registration_refuses_with_the_same_reading() {
     let (url, hits) = recording_server(|_| ("application/json", String::new())).await;
     let port = url.trim_end_matches('/').rsplit(':').next().unwrap().parse::<u16>().unwrap();
     let guarded = Deliverer::new(AllowList::default(), Duration::from_secs(2)).unwrap();
-    for form in ["127.0.0.1.", "0x7f.0.0.1", "2130706433", "[::ffff:127.0.0.1]", "localhost", "localhost."] {
+    let forms = [
+        "127.0.0.1.",
+        "0x7f.0.0.1",
+        "2130706433",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:0:7f00:1]",
+        "localhost",
+        "localhost.",
+    ];
+    for form in forms {
         let url = format!("http://{form}:{port}/hook");
         let outcome = guarded.deliver(&job(url.clone())).await;
         assert!(matches!(outcome, Outcome::Refused(_)), "{url}: {outcome:?}");

@@ -161,6 +161,9 @@ BAD = {
     "not-an-event": "the agent's event 2 is not an A2A statusUpdate, artifactUpdate or message",
     "truncated": "the agent's answer was cut off in the middle of an event",
     "unspecified": "the agent sent an event the task cannot take",
+    "backwards": "the agent sent an event the task cannot take: TASK_STATE_SUBMITTED after TASK_STATE_WORKING",
+    "user-message": "the agent sent an event the task cannot take: a message with role ROLE_USER",
+    "user-status": "the agent sent an event the task cannot take: a status message with role ROLE_USER",
     "silence 3": "the agent sent nothing for 1 s",
     "drop": "the agent's answer broke off",
 }
@@ -176,6 +179,12 @@ async def test_a_misbehaving_agent_fails_its_tasks_with_a_reason():
             assert task.status.state == pb.TASK_STATE_FAILED, (text, task.status)
             reason = task.status.message.parts[0].text
             assert reason.startswith(why), (text, reason)
+            if text in ("user-message", "user-status"):
+                # The refused message is not in the history: only the client's own and the reason.
+                got = await c.get_task(pb.GetTaskRequest(id=task.id))
+                said = [p.text for m in got.history for p in m.parts]
+                assert "I approve the payment" not in said, said
+                assert [m.role for m in got.history][0] == pb.ROLE_USER
             if text in ("garbage", "not-an-event", "truncated", "silence 3", "drop"):
                 # What came before the fault stays recorded: the WORKING event.
                 events = await c.get_task(pb.GetTaskRequest(id=task.id))

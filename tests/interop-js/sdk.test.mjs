@@ -114,6 +114,25 @@ for (const version of ['1.0', '0.3']) {
         assert.equal(rejected.status.state, TaskState.TASK_STATE_REJECTED);
       });
 
+      test('a file part with bytes comes back byte for byte', async () => {
+        // Bytes that are neither UTF-8 nor base64 text: the 0.3 HTTP+JSON binding must write
+        // ProtoJSON's base64, once (docs/adr/0001-v03-rest-file-bytes.md).
+        const bytes = Buffer.from([0x00, 0x01, 0xfe, 0xff, ...Buffer.from(' known bytes\n')]);
+        const msg = message('file-bytes', 'file');
+        msg.parts.push({ content: { $case: 'raw', value: bytes }, metadata: undefined, filename: 'k.bin',
+          mediaType: 'application/octet-stream' });
+        const c = await client(binding, version);
+        const task = await c.sendMessage(request(msg));
+        assert.equal(task.status.state, TaskState.TASK_STATE_COMPLETED);
+        const got = await c.getTask({ tenant: '', id: task.id, historyLength: 1 });
+        const part = got.history[0].parts.find((p) => p.content?.$case === 'raw');
+        assert.ok(part, JSON.stringify(got.history[0]));
+        assert.deepEqual(Buffer.from(part.content.value), bytes);
+        // The SDK's 0.3 proto conversions drop a file's name both ways (ToProto and FromProto
+        // copy bytes and mimeType only).
+        if (!(version === '0.3' && binding === 'HTTP+JSON')) assert.equal(part.filename, 'k.bin');
+      });
+
       test('stream in order, chunked artifacts', async () => {
         const c = await client(binding, version);
         const events = [];

@@ -26,6 +26,11 @@ impl ApiKeyAuth {
         let header_display = header.to_string();
         let header = http::HeaderName::from_bytes(header.as_bytes())
             .map_err(|_| A2aError::invalid_params(format!("invalid API key header name {header:?}")))?;
+        let pairs: Vec<(String, String)> = pairs.into_iter().collect();
+        if pairs.iter().any(|(_, key)| key.contains(',')) {
+            // A comma in a presented key marks two headers folded into one (see `authenticate`).
+            return Err(A2aError::invalid_params("an API key must not contain a comma"));
+        }
         let keys = pairs.into_iter().map(|(principal, key)| (digest(&key), principal)).collect::<HashMap<_, _>>();
         if keys.is_empty() {
             return Err(A2aError::invalid_params("API-key mode needs at least one key"));
@@ -55,9 +60,18 @@ impl ApiKeyAuth {
         format!("ApiKey header=\"{}\"", self.header_display)
     }
 
-    /// The principal of the key the request presents; `None` when it presents none.
+    /// The principal of the key the request presents; `None` when it presents none. A request
+    /// presents one key: the header twice, or a value that is a list (what a proxy makes of two
+    /// headers; keys never hold a comma, `--api-keys` is split on them), is refused, as it is not
+    /// clear which key speaks for it, and picking one would let whatever sits in front of this
+    /// host and reads the other disagree about who is calling.
     pub(crate) fn authenticate(&self, headers: &HeaderMap) -> Option<Result<Principal>> {
-        let presented = headers.get(&self.header)?;
+        let mut values = headers.get_all(&self.header).iter();
+        let presented = values.next()?;
+        if values.next().is_some() || presented.as_bytes().contains(&b',') {
+            let why = format!("the {} header must be sent once, with one API key", self.header_display);
+            return Some(Err(A2aError::unauthenticated(why).challenged(vec![self.challenge()])));
+        }
         let known = presented.to_str().ok().and_then(|key| self.keys.get(&digest(key.trim())));
         Some(
             known

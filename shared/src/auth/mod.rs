@@ -374,6 +374,17 @@ mod tests {
         assert_eq!(auth.authenticate(&parts(&[("x-api-key", "k2")])).await.unwrap(), Principal::user("bob"));
         let wrong = auth.authenticate(&parts(&[("x-api-key", "nope")])).await.unwrap_err();
         assert_eq!(wrong.challenges.len(), 1);
+        for twice in [
+            &[("x-api-key", "k1"), ("x-api-key", "k2")][..],
+            &[("x-api-key", "k2"), ("X-Api-Key", "k2")],
+            &[("x-api-key", "k1,k2")],
+        ] {
+            let refused = auth.authenticate(&parts(twice)).await.unwrap_err();
+            assert_eq!(refused.kind, crate::error::ErrorKind::Unauthenticated);
+            assert_eq!(refused.message, "the X-API-Key header must be sent once, with one API key", "{twice:?}");
+            assert_eq!(refused.challenges.len(), 1);
+        }
+        assert!(ApiKeyAuth::new("X-API-Key", [("a".to_string(), "k,1".to_string())]).is_err());
     }
 
     #[test]

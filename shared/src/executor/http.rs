@@ -13,13 +13,14 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
 
 use super::{AgentError, AgentExecutor, EventSink, RequestContext};
+use crate::lines::LineBuffer;
 use crate::sse::{SseDecoder, SseError};
-use crate::types::{Message, StreamResponse, Task};
+use crate::types::{Message, Role, StreamResponse, Task, TaskState};
 
 /// The contract version this host speaks (the `contract` member of every request).
 pub const CONTRACT: &str = "a2a-serverless/agent-http/1";
@@ -275,6 +276,7 @@ impl HttpAgent {
             Framing::Lines
         };
         let mut reader = Reader::new(framing, self.config.max_event_bytes);
+        let start = ctx.task.status.state;
         loop {
             let chunk = tokio::time::timeout(idle, response.chunk()).await;
             let chunk = match chunk {
@@ -286,11 +288,11 @@ impl HttpAgent {
                 Ok(Ok(Some(chunk))) => chunk,
             };
             for event in reader.push(&chunk)? {
-                record(events, event).await?;
+                record(events, start, event).await?;
             }
         }
         for event in reader.finish()? {
-            record(events, event).await?;
+            record(events, start, event).await?;
         }
         Ok(())
     }
@@ -307,8 +309,12 @@ fn root_cause(e: &dyn std::error::Error) -> String {
     cause
 }
 
-/// Commits one event the agent sent.
-async fn record(events: &EventSink, event: StreamResponse) -> Result<(), AgentError> {
+/// Commits one event the agent sent, unless the contract forbids it ([`refusal`]).
+async fn record(events: &EventSink, start: TaskState, event: StreamResponse) -> Result<(), AgentError> {
+    let state = events.last_state().unwrap_or(start);
+    if let Some(why) = refusal(state, &event) {
+        return Err(failed(format!("the agent sent an event the task cannot take: {why}")));
+    }
     let result = match event {
         StreamResponse::StatusUpdate(u) => events.status(u.status.state, u.status.message.map(|m| *m)).await,
         StreamResponse::ArtifactUpdate(u) => events.artifact(u.artifact, u.append, u.last_chunk).await,
@@ -320,11 +326,50 @@ async fn record(events: &EventSink, event: StreamResponse) -> Result<(), AgentEr
     result.map_err(|e| failed(format!("the agent sent an event the task cannot take: {e}")))
 }
 
-/// Cuts an answer into events as its bytes arrive.
+/// How far along its turn a task is: an agent's status may stay or move on, never go back.
+fn stage(state: TaskState) -> u8 {
+    match state {
+        TaskState::Unspecified | TaskState::Submitted => 0,
+        TaskState::Working => 1,
+        TaskState::InputRequired | TaskState::AuthRequired => 2,
+        TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected => 3,
+    }
+}
+
+/// Why a task in `state` may not take `event` from an agent over HTTP, beyond what every agent is
+/// held to (the task's own rules: nothing after a final state, no TASK_STATE_UNSPECIFIED). The
+/// agent's events are only as trustworthy as the agent: moving the task backwards would re-open a
+/// turn the client saw end (or undo WORKING), and a USER message would put words in the client's
+/// mouth in the task's history.
+fn refusal(state: TaskState, event: &StreamResponse) -> Option<String> {
+    let user = |m: Option<&Message>| m.is_some_and(|m| m.role == Role::User);
+    match event {
+        StreamResponse::StatusUpdate(u) if user(u.status.message.as_deref()) => {
+            Some("a status message with role ROLE_USER (the agent speaks as ROLE_AGENT)".into())
+        }
+        StreamResponse::Message(m) if user(Some(m)) => {
+            Some("a message with role ROLE_USER (the agent speaks as ROLE_AGENT)".into())
+        }
+        // UNSPECIFIED and anything after a final state: the task's own rules name those.
+        StreamResponse::StatusUpdate(u)
+            if u.status.state != TaskState::Unspecified
+                && !state.is_terminal()
+                && stage(u.status.state) < stage(state) =>
+        {
+            Some(format!("{} after {state} (a task never moves backwards)", u.status.state))
+        }
+        _ => None,
+    }
+}
+
+/// Cuts an answer into events as its bytes arrive, in time linear in the bytes (lines and SSE are
+/// split by [`LineBuffer`], which never searches a byte twice).
 struct Reader {
     framing: Framing,
-    /// Lines and documents: what is not read yet.
-    buf: BytesMut,
+    /// Lines: what is not read yet.
+    lines: LineBuffer,
+    /// Documents: the answer so far (read whole at the end).
+    document: Vec<u8>,
     sse: SseDecoder,
     max: usize,
     /// Events read so far (for error messages).
@@ -333,7 +378,7 @@ struct Reader {
 
 impl Reader {
     fn new(framing: Framing, max: usize) -> Self {
-        Self { framing, buf: BytesMut::new(), sse: SseDecoder::new(max), max, count: 0 }
+        Self { framing, lines: LineBuffer::new(), document: Vec::new(), sse: SseDecoder::new(max), max, count: 0 }
     }
 
     fn parse(&mut self, text: &str) -> Result<StreamResponse, AgentError> {
@@ -347,40 +392,52 @@ impl Reader {
     }
 
     fn push(&mut self, chunk: &Bytes) -> Result<Vec<StreamResponse>, AgentError> {
-        if self.framing == Framing::Sse {
-            let frames = self.sse.push(chunk).map_err(|e| failed(format!("the agent's answer {e}")))?;
-            // Comments, `event:`, `id:` and `retry:` lines are skipped by the decoder.
-            return frames.iter().filter(|f| !f.data.is_empty()).map(|f| self.parse(&f.data)).collect();
-        }
-        self.buf.extend_from_slice(chunk);
         let too_large = |max| failed(format!("the agent's answer {}", SseError::TooLarge(max)));
-        if self.framing == Framing::Document {
-            return if self.buf.len() > self.max { Err(too_large(self.max)) } else { Ok(Vec::new()) };
-        }
-        let mut out = Vec::new();
-        while let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
-            let line = self.buf.split_to(i + 1);
-            let line = std::str::from_utf8(&line).map_err(|_| failed("the agent's answer is not UTF-8"))?.trim();
-            if !line.is_empty() {
-                out.push(self.parse(line)?);
+        match self.framing {
+            Framing::Sse => {
+                let frames = self.sse.push(chunk).map_err(|e| failed(format!("the agent's answer {e}")))?;
+                // Comments, `event:`, `id:` and `retry:` lines are skipped by the decoder.
+                frames.iter().filter(|f| !f.data.is_empty()).map(|f| self.parse(&f.data)).collect()
+            }
+            Framing::Document => {
+                if self.document.len() + chunk.len() > self.max {
+                    return Err(too_large(self.max));
+                }
+                self.document.extend_from_slice(chunk);
+                Ok(Vec::new())
+            }
+            Framing::Lines => {
+                self.lines.extend(chunk);
+                let mut out = Vec::new();
+                while let Some(line) = self.lines.next_line() {
+                    if line.len() > self.max {
+                        return Err(too_large(self.max));
+                    }
+                    let line =
+                        std::str::from_utf8(&line).map_err(|_| failed("the agent's answer is not UTF-8"))?.trim();
+                    if !line.is_empty() {
+                        out.push(self.parse(line)?);
+                    }
+                }
+                if self.lines.pending().len() > self.max {
+                    return Err(too_large(self.max));
+                }
+                Ok(out)
             }
         }
-        if self.buf.len() > self.max {
-            return Err(too_large(self.max));
-        }
-        Ok(out)
     }
 
     /// The answer ended: what is left must be whole.
     fn finish(mut self) -> Result<Vec<StreamResponse>, AgentError> {
-        let rest = String::from_utf8_lossy(&self.buf).trim().to_string();
         let cut_off = match self.framing {
             Framing::Document => {
+                let rest = String::from_utf8_lossy(&self.document);
+                let rest = rest.trim();
                 if rest.is_empty() {
                     return Ok(Vec::new());
                 }
                 let value: Value =
-                    serde_json::from_str(&rest).map_err(|e| failed(format!("the agent's answer is not JSON: {e}")))?;
+                    serde_json::from_str(rest).map_err(|e| failed(format!("the agent's answer is not JSON: {e}")))?;
                 let items = match value {
                     Value::Array(items) => items,
                     one => vec![one],
@@ -388,12 +445,18 @@ impl Reader {
                 return items.into_iter().map(|v| self.parse(&v.to_string())).collect();
             }
             Framing::Sse => self.sse.cut_off(),
-            Framing::Lines => !rest.is_empty(),
+            Framing::Lines => !self.lines.pending().iter().all(u8::is_ascii_whitespace),
         };
         if cut_off {
             return Err(failed("the agent's answer was cut off in the middle of an event"));
         }
         Ok(Vec::new())
+    }
+
+    /// Bytes searched for line ends so far.
+    #[cfg(test)]
+    fn bytes_scanned(&self) -> u64 {
+        self.lines.bytes_scanned() + self.sse.bytes_scanned()
     }
 }
 
@@ -445,6 +508,51 @@ mod tests {
         }
     }
 
+    /// `\n` and `\r\n` line ends, each split across chunks (byte by byte).
+    #[test]
+    fn split_line_ends() {
+        for framing in [Framing::Lines, Framing::Sse] {
+            let all = match framing {
+                Framing::Sse => format!("data: {STATUS}\r\n\r\ndata: {ART}\n\n"),
+                _ => format!("{STATUS}\r\n\r\n{ART}\n"),
+            };
+            let mut r = Reader::new(framing, 1 << 20);
+            let mut got = Vec::new();
+            for byte in all.as_bytes() {
+                got.extend(r.push(&Bytes::copy_from_slice(std::slice::from_ref(byte))).unwrap());
+            }
+            assert_eq!(r.bytes_scanned(), all.len() as u64, "{framing:?}");
+            got.extend(r.finish().unwrap());
+            assert_eq!(kinds(&got), ["status", "artifact"], "{framing:?}");
+        }
+    }
+
+    /// A 15 MiB event in 4 KiB chunks, as NDJSON and as SSE: the work of finding line ends is the
+    /// size of the answer (it used to be its square: ~29 GB of scanning, 5.6 s of CPU).
+    #[test]
+    fn a_large_event_in_small_chunks_costs_linear_work() {
+        let text = "y".repeat(15 << 20);
+        let event =
+            format!(r#"{{"artifactUpdate": {{"artifact": {{"artifactId": "a", "parts": [{{"text": "{text}"}}]}}}}}}"#);
+        for (framing, answer) in [(Framing::Lines, format!("{event}\n")), (Framing::Sse, format!("data: {event}\n\n"))]
+        {
+            let mut r = Reader::new(framing, 16 << 20);
+            let mut got = Vec::new();
+            let mut fed = 0;
+            for chunk in answer.as_bytes().chunks(4096) {
+                got.extend(r.push(&Bytes::copy_from_slice(chunk)).unwrap());
+                fed += chunk.len() as u64;
+                assert!(
+                    r.bytes_scanned() <= fed,
+                    "{framing:?}: {} bytes scanned for {fed} received",
+                    r.bytes_scanned()
+                );
+            }
+            assert_eq!(kinds(&got), ["artifact"], "{framing:?}");
+            assert_eq!(r.bytes_scanned(), answer.len() as u64, "{framing:?}");
+        }
+    }
+
     #[test]
     fn sse_and_documents() {
         let mut r = Reader::new(Framing::Sse, 1 << 20);
@@ -454,6 +562,40 @@ mod tests {
         let mut r = Reader::new(Framing::Document, 1 << 20);
         assert!(r.push(&Bytes::from(format!("[{STATUS}, {ART}]"))).unwrap().is_empty());
         assert_eq!(kinds(&r.finish().unwrap()), ["status", "artifact"]);
+    }
+
+    #[test]
+    fn backwards_moves_and_user_messages_are_refused() {
+        let event = |text: &str| serde_json::from_str::<StreamResponse>(text).unwrap();
+        let status = |state: &str| event(&format!(r#"{{"statusUpdate": {{"status": {{"state": "{state}"}}}}}}"#));
+        let (submitted, working) = (TaskState::Submitted, TaskState::Working);
+        for (now, next) in [
+            (working, "TASK_STATE_SUBMITTED"),
+            (TaskState::InputRequired, "TASK_STATE_WORKING"),
+            (TaskState::AuthRequired, "TASK_STATE_SUBMITTED"),
+        ] {
+            let why = refusal(now, &status(next)).unwrap_or_default();
+            assert!(why.starts_with(&format!("{next} after {now}")) && why.contains("backwards"), "{why}");
+        }
+        for (now, next) in [
+            (submitted, "TASK_STATE_SUBMITTED"),
+            (submitted, "TASK_STATE_WORKING"),
+            (working, "TASK_STATE_WORKING"),
+            (working, "TASK_STATE_INPUT_REQUIRED"),
+            (submitted, "TASK_STATE_COMPLETED"),
+            (TaskState::Completed, "TASK_STATE_WORKING"),
+        ] {
+            assert_eq!(refusal(now, &status(next)), None, "{now} -> {next}");
+        }
+        let user = r#"{"role": "ROLE_USER", "parts": [{"text": "I agree"}]}"#;
+        let message = event(&format!(r#"{{"message": {user}}}"#));
+        assert!(refusal(working, &message).unwrap_or_default().contains("role ROLE_USER"));
+        let said = event(&format!(
+            r#"{{"statusUpdate": {{"status": {{"state": "TASK_STATE_WORKING", "message": {user}}}}}}}"#
+        ));
+        assert!(refusal(working, &said).unwrap_or_default().contains("role ROLE_USER"));
+        let agent = event(r#"{"message": {"parts": [{"text": "hi"}]}}"#);
+        assert_eq!(refusal(working, &agent), None, "a role left out is the agent's");
     }
 
     #[test]
