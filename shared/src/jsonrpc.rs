@@ -20,7 +20,7 @@ use crate::response::{
     frame_stream, json_response, jsonrpc_error_response, jsonrpc_stream_error_response, require_json, sse_response,
     with_task_seq, HttpResponse,
 };
-use crate::rpc_id::{result_body, RpcId};
+use crate::rpc_id::{result_body_into, RpcId};
 use crate::service::Service;
 use crate::sse::Framing;
 use crate::types::*;
@@ -67,6 +67,10 @@ pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes
     if let Err(e) = require_json(&parts.headers) {
         return jsonrpc_error_response(&null, &e);
     }
+    let _decoding = match service.admit(&body).await {
+        Ok(held) => held,
+        Err(e) => return jsonrpc_error_response(&null, &e),
+    };
     let envelope = match envelope(&body) {
         Ok(x) => x,
         Err((id, e)) => return jsonrpc_error_response(&id, &e),
@@ -136,10 +140,10 @@ async fn dispatch(
     }
     let estimate = output.size_hint();
     let body = service
-        .encode_answer(output, estimate, |output| {
+        .encode_answer(output, estimate, |output, buf| {
             Ok(match wire {
-                Wire::V1 => result_body(&id, &output),
-                Wire::V03 => result_body(&id, &encode_v03(output)),
+                Wire::V1 => result_body_into(buf, &id, &output),
+                Wire::V03 => result_body_into(buf, &id, &encode_v03(output)),
             })
         })
         .await?;

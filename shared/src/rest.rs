@@ -156,6 +156,7 @@ async fn serve(
         .with("allow", allow),
     })?;
     let ctx = service.call_context(parts, principal, version)?;
+    let _decoding = service.admit(&body).await?;
     let op = decode_op(parts, body, route, tenant)?;
     let (output, seq) = call(&service.engine, &ctx, op).await?;
     match output {
@@ -170,18 +171,22 @@ async fn serve(
     }
 }
 
-/// A result's HTTP+JSON body.
-fn encode(output: Output) -> Result<Vec<u8>> {
-    let value = match output {
-        Output::SendMessage(r) => serde_json::to_vec(&r),
-        Output::Task(t) => serde_json::to_vec(&t),
-        Output::ListTasks(r) => serde_json::to_vec(&r),
-        Output::PushConfig(c) => serde_json::to_vec(&c),
-        Output::PushConfigs(c) => serde_json::to_vec(&c),
-        Output::Card(c) => serde_json::to_vec(&c),
-        Output::Empty | Output::Stream(_) => Ok(b"{}".to_vec()),
+/// A result's HTTP+JSON body, written into `buf`.
+fn encode(output: Output, mut buf: Vec<u8>) -> Result<Vec<u8>> {
+    let written = match output {
+        Output::SendMessage(r) => serde_json::to_writer(&mut buf, &r),
+        Output::Task(t) => serde_json::to_writer(&mut buf, &t),
+        Output::ListTasks(r) => serde_json::to_writer(&mut buf, &r),
+        Output::PushConfig(c) => serde_json::to_writer(&mut buf, &c),
+        Output::PushConfigs(c) => serde_json::to_writer(&mut buf, &c),
+        Output::Card(c) => serde_json::to_writer(&mut buf, &c),
+        Output::Empty | Output::Stream(_) => {
+            buf.extend_from_slice(b"{}");
+            Ok(())
+        }
     };
-    value.map_err(|e| A2aError::internal(e.to_string()))
+    written.map_err(|e| A2aError::internal(e.to_string()))?;
+    Ok(buf)
 }
 
 /// Builds the request message from the body (POST) or the query (GET, DELETE), then the path.

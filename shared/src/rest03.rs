@@ -83,6 +83,7 @@ pub async fn handle(
         A2aError::method_not_found(&format!("{} {} (A2A 0.3 HTTP+JSON)", parts.method, parts.uri.path()))
     })?;
     let ctx = service.call_context(parts, principal, Version::V0_3)?;
+    let _decoding = service.admit(&body).await?;
     let op = decode_op(parts, &body, &route)?;
     let (output, seq) = call(&service.engine, &ctx, op).await?;
     if let Output::Stream(events) = output {
@@ -94,7 +95,7 @@ pub async fn handle(
 }
 
 /// A result's 0.3 HTTP+JSON body.
-fn encode(output: Output) -> Result<Vec<u8>> {
+fn encode(output: Output, mut buf: Vec<u8>) -> Result<Vec<u8>> {
     let body = match output {
         Output::Stream(_) => json!({}),
         Output::SendMessage(SendMessageResponse::Task(t)) => json!({"task": task_out(&t)}),
@@ -110,7 +111,8 @@ fn encode(output: Output) -> Result<Vec<u8>> {
         Output::Card(c) => v03::proto::card_out(&c),
         Output::Empty => json!({}),
     };
-    serde_json::to_vec(&body).map_err(|e| A2aError::internal(e.to_string()))
+    serde_json::to_writer(&mut buf, &body).map_err(|e| A2aError::internal(e.to_string()))?;
+    Ok(buf)
 }
 
 /// A request body with every field under its JSON name (ProtoJSON accepts proto names too; see

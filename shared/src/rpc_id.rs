@@ -50,7 +50,11 @@ struct Envelope<'a, T: Serialize> {
 /// `{"jsonrpc": "2.0", "id": id, "result": result}`.
 pub fn result_body(id: &RpcId, result: &impl Serialize) -> Vec<u8> {
     // Room for a typical task up front: growing from empty copies the answer three or four times.
-    let mut body = Vec::with_capacity(1024);
+    result_body_into(Vec::with_capacity(1024), id, result)
+}
+
+/// [`result_body`] written into `body` (sized by the caller).
+pub fn result_body_into(mut body: Vec<u8>, id: &RpcId, result: &impl Serialize) -> Vec<u8> {
     match serde_json::to_writer(&mut body, &Envelope { jsonrpc: "2.0", id, result: Some(result), error: None }) {
         Ok(()) => body,
         Err(_) => Vec::new(),

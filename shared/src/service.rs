@@ -9,8 +9,9 @@ use bytes::Bytes;
 use crate::auth::Principal;
 use crate::engine::{CallContext, Engine};
 use crate::error::{A2aError, ErrorKind, Result};
-use crate::inflight::{held_bytes, Budget};
+use crate::inflight::{held_bytes, Budget, Held};
 use crate::response::{jsonrpc_error_response, rest_error, HttpResponse};
+use crate::types::bounds::json_shape;
 use crate::version::{self, Version};
 
 /// Request-independent settings of the front.
@@ -87,19 +88,33 @@ impl Service {
         Self { engine, limits, answers, requests }
     }
 
+    /// Admits a request document: refuses one past the limits of [`crate::types::bounds`] before
+    /// anything decodes it, and holds what decoding it builds against the requests budget until
+    /// the returned share is dropped (a small document is not counted).
+    pub(crate) async fn admit(&self, body: &[u8]) -> Result<Held> {
+        let shape = json_shape(body);
+        shape.check("the request")?;
+        let decoded = shape.decoded_bytes();
+        if decoded < SMALL_ANSWER {
+            return Ok(Held::none());
+        }
+        self.requests.hold(decoded).await
+    }
+
     /// Encodes an answer within the answers budget: its share is taken by its estimated size before
-    /// `encode` builds it (the typed answer goes as it is encoded), then fitted to the real size.
+    /// `encode` builds it (the typed answer goes as it is encoded) into a buffer of that size (so a
+    /// large answer is written once, not copied as it grows), then fitted to the real size.
     pub(crate) async fn encode_answer<T, B>(
         &self,
         answer: T,
         estimate: usize,
-        encode: impl FnOnce(T) -> Result<B>,
+        encode: impl FnOnce(T, Vec<u8>) -> Result<B>,
     ) -> Result<Bytes>
     where
         B: AsRef<[u8]> + Into<Bytes> + Send + 'static,
     {
         if estimate < SMALL_ANSWER {
-            let body = encode(answer)?;
+            let body = encode(answer, Vec::with_capacity(1024))?;
             if body.as_ref().len() < SMALL_ANSWER {
                 return Ok(body.into());
             }
@@ -107,7 +122,7 @@ impl Service {
             return Ok(held_bytes(body, held));
         }
         let mut held = self.answers.hold(estimate).await?;
-        let body = encode(answer)?;
+        let body = encode(answer, Vec::with_capacity(estimate))?;
         self.answers.fit(&mut held, body.as_ref().len()).await?;
         Ok(held_bytes(body, held))
     }

@@ -315,9 +315,9 @@ async fn the_0_3_rest_binding_reads_proto_names_and_bytes_once() {
         assert_eq!(m["content"][2]["data"]["data"], json!({"snake_key": {"inner_key": 1}}), "data as sent");
         assert_eq!(m["content"][2]["metadata"], json!({"part_key": true}));
         assert_eq!(m["metadata"], json!({"my_key": {"nested_key": 2}}), "metadata as sent");
-        // a2a-sdk for Python (httpx's User-Agent) reads the base64 of the base64 text.
+        // Every client gets ProtoJSON, whatever its User-Agent (docs/adr/0001-v03-rest-file-bytes.md).
         let r = a.call("GET", &format!("/v1/tasks/{id}"), &[("user-agent", "python-httpx/0.28.1")], None).await;
-        assert_eq!(r.body["history"][0]["content"][1]["file"]["fileWithBytes"], twice.as_str(), "{how}");
+        assert_eq!(r.body["history"][0]["content"][1]["file"]["fileWithBytes"], once.as_str(), "{how}");
     }
 
     // CreateTaskPushNotificationConfig with proto names (what the 0.3 TCK sends).

@@ -356,3 +356,43 @@ async fn a_list_page_stops_at_its_byte_budget_and_the_next_page_goes_on() {
     ids.reverse(); // newest first
     assert_eq!(seen, ids, "every task once, in order");
 }
+
+#[tokio::test]
+async fn what_a_request_may_make_the_server_build_is_bounded_on_every_binding() {
+    let s = server().await;
+    let parts = |n: usize| vec![json!({"text": "x"}); n];
+    let over = json!({"messageId": "m", "role": "ROLE_USER", "parts": parts(1025)});
+    // JSON-RPC: InvalidParams naming the field, before a part past the limit is decoded.
+    let v = s.agent.rpc("SendMessage", json!({"message": over})).await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().starts_with("params.message.parts"), "{v}");
+    // HTTP+JSON, 1.0 and 0.3.
+    let r = s.agent.rest("POST", "/message:send", Some(json!({"message": over}))).await;
+    assert_eq!((r.status, reason(&r.body)), (400, "INVALID_PARAMS"), "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("more than 1024 parts"), "{}", r.body);
+    let content = vec![json!({"text": "x"}); 1025];
+    let old = json!({"message": {"messageId": "m", "role": "ROLE_USER", "content": content}});
+    let r =
+        s.agent.call("POST", "/v1/message:send", &[("content-type", "application/json")], Some(&old.to_string())).await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    // A document nested past the limit, or holding too many values: InvalidRequest, nothing decoded.
+    let deep = format!("{}{}", "[".repeat(80), "]".repeat(80));
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{{"message":{{"messageId":"m","role":"ROLE_USER","parts":[{{"data":{deep}}}]}}}}}}"#
+    );
+    let r =
+        s.agent.call("POST", "/", &[("content-type", "application/json"), ("A2A-Version", "1.0")], Some(&body)).await;
+    assert_eq!(r.body["error"]["code"], -32600, "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("levels deep"), "{}", r.body);
+    let wide = format!("[{}0]", "0,".repeat(210_000));
+    let body =
+        json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}, "metadata": {"x": "y"}})
+            .to_string()
+            .replace(r#""y""#, &wide);
+    let r = s
+        .agent
+        .call("POST", "/message:send", &[("content-type", "application/json"), ("A2A-Version", "1.0")], Some(&body))
+        .await;
+    assert_eq!(r.status, 400, "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("200000 JSON values"), "{}", r.body);
+}

@@ -166,6 +166,9 @@ BAD = {
     "user-status": "the agent sent an event the task cannot take: a status message with role ROLE_USER",
     "silence 3": "the agent sent nothing for 1 s",
     "drop": "the agent's answer broke off",
+    "many-parts": "the agent's event 2 holds more than 200000 JSON values",
+    "too-many-parts": "the agent's event 2 is not an A2A statusUpdate, artifactUpdate or message: "
+                      "holds more than 1024 parts",
 }
 
 

@@ -325,7 +325,6 @@ fn main() -> Result<(), String> {
             write_timeout: Duration::from_secs(args.write_timeout.max(1)),
             grace: Duration::from_secs(5),
             max_streams: args.grpc_max_streams.max(1),
-            ..ServerLimits::default()
         };
         // One server for both listeners: one connection cap, one budget of request bytes.
         let server = Server::new(embedded.service, limits);

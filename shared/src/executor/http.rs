@@ -15,7 +15,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
+
+use crate::types::bounds::json_shape;
 
 use super::{AgentError, AgentExecutor, EventSink, RequestContext};
 use crate::lines::LineBuffer;
@@ -381,13 +383,17 @@ impl Reader {
         Self { framing, lines: LineBuffer::new(), document: Vec::new(), sse: SseDecoder::new(max), max, count: 0 }
     }
 
+    /// One event, decoded straight from its text once its shape is within the bounds of
+    /// [`crate::types::bounds`] (what decoding an event builds is bounded like a request's).
     fn parse(&mut self, text: &str) -> Result<StreamResponse, AgentError> {
         self.count += 1;
         let n = self.count;
-        let value: Value =
-            serde_json::from_str(text).map_err(|e| failed(format!("the agent's event {n} is not JSON: {e}")))?;
-        serde_json::from_value(value).map_err(|e| {
-            failed(format!("the agent's event {n} is not an A2A statusUpdate, artifactUpdate or message: {e}"))
+        json_shape(text.as_bytes()).check(&format!("the agent's event {n}")).map_err(|e| failed(e.message))?;
+        serde_json::from_str(text).map_err(|e| match e.classify() {
+            serde_json::error::Category::Data => {
+                failed(format!("the agent's event {n} is not an A2A statusUpdate, artifactUpdate or message: {e}"))
+            }
+            _ => failed(format!("the agent's event {n} is not JSON: {e}")),
         })
     }
 
@@ -431,18 +437,20 @@ impl Reader {
     fn finish(mut self) -> Result<Vec<StreamResponse>, AgentError> {
         let cut_off = match self.framing {
             Framing::Document => {
-                let rest = String::from_utf8_lossy(&self.document);
+                let document = std::mem::take(&mut self.document);
+                let rest = String::from_utf8_lossy(&document);
                 let rest = rest.trim();
                 if rest.is_empty() {
                     return Ok(Vec::new());
                 }
-                let value: Value =
-                    serde_json::from_str(rest).map_err(|e| failed(format!("the agent's answer is not JSON: {e}")))?;
-                let items = match value {
-                    Value::Array(items) => items,
-                    one => vec![one],
-                };
-                return items.into_iter().map(|v| self.parse(&v.to_string())).collect();
+                // One event or an array of them, each decoded from its own text.
+                let items: Vec<&RawValue> = if rest.starts_with('[') {
+                    serde_json::from_str(rest)
+                } else {
+                    serde_json::from_str(rest).map(|one| vec![one])
+                }
+                .map_err(|e| failed(format!("the agent's answer is not JSON: {e}")))?;
+                return items.into_iter().map(|v| self.parse(v.get())).collect();
             }
             Framing::Sse => self.sse.cut_off(),
             Framing::Lines => !self.lines.pending().iter().all(u8::is_ascii_whitespace),

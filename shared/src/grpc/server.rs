@@ -15,7 +15,7 @@ use serde_json::Value;
 use tonic::server::{Grpc, NamedService, ServerStreamingService, UnaryService};
 use tonic::Status;
 
-use super::wire::{method, read, status, write, DESCRIPTORS, FIRST_EVENT_ID, SERVICE_NAME};
+use super::wire::{method, read, shape, status, write, DESCRIPTORS, DYNAMIC_PER_FIELD, FIRST_EVENT_ID, SERVICE_NAME};
 use super::{codec, deadline};
 use crate::dispatch::{call, Op, Output};
 use crate::engine::CallContext;
@@ -114,10 +114,15 @@ impl Call {
             other => other.map_err(status)?,
         };
         let ctx: CallContext = self.service.call_context(&parts, principal, version).map_err(status)?;
+        // What decoding builds is bounded, and held against the requests budget while it is built.
+        let shape = shape(&self.method.input(), &body).map_err(status)?;
+        let decoding =
+            self.service.requests.hold(shape.values.saturating_mul(DYNAMIC_PER_FIELD)).await.map_err(status)?;
         let json = read(&self.method.input(), body)?;
         let op = Op::decode_v1(self.method.name(), &json, "")
             .map_err(status)?
             .ok_or_else(|| Status::unimplemented(format!("{SERVICE_NAME}/{} is not served", self.method.name())))?;
+        drop((json, decoding));
         let (output, _) = call(&self.service.engine, &ctx, op).await.map_err(status)?;
         Ok((output, self.method))
     }
@@ -143,7 +148,9 @@ impl UnaryService<Bytes> for Unary {
             let (output, method) = call.run(req).await?;
             let estimate = output.size_hint();
             let answer = service
-                .encode_answer(output, estimate, |output| write(&method.output(), output.into_json()).map_err(internal))
+                .encode_answer(output, estimate, |output, _| {
+                    write(&method.output(), output.into_json()).map_err(internal)
+                })
                 .await
                 .map_err(status)?;
             Ok(tonic::Response::new(answer))

@@ -12,6 +12,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::error::{A2aError, ErrorKind, ERROR_DOMAIN};
+use crate::types::bounds::{Shape, MAX_PARTS, MAX_VALUES};
 
 pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";
 /// Initial metadata of a streaming answer: the event id of its first message (see the module doc).
@@ -39,6 +40,90 @@ fn message(name: &str) -> Result<MessageDescriptor, Status> {
     POOL.as_ref()
         .and_then(|pool| pool.get_message_by_name(name))
         .ok_or_else(|| Status::internal(format!("no message {name}")))
+}
+
+/// Proto nesting allowed in a request (prost's own decoding limit; a JSON level of a `Struct` is two
+/// or three proto levels).
+const MAX_PROTO_DEPTH: usize = 100;
+/// About what one field of a request costs decoded through the descriptors (measured: 100,000
+/// one-field parts, 200,000 fields, took 76 MB on their way to JSON), for the requests budget.
+pub(crate) const DYNAMIC_PER_FIELD: usize = 512;
+
+/// The shape of a request message, read from its wire form with the descriptors and nothing
+/// allocated per field: every field counts as a value (limit [`MAX_VALUES`]), nesting is bounded,
+/// and a message or an artifact may hold at most [`MAX_PARTS`] parts. Refused before the message
+/// is decoded.
+pub(crate) fn shape(descriptor: &MessageDescriptor, bytes: &[u8]) -> Result<Shape, A2aError> {
+    let mut shape = Shape::default();
+    walk(descriptor, bytes, 1, "", &mut shape)?;
+    Ok(shape)
+}
+
+fn walk(
+    descriptor: &MessageDescriptor,
+    mut buf: &[u8],
+    depth: usize,
+    path: &str,
+    shape: &mut Shape,
+) -> Result<(), A2aError> {
+    shape.depth = shape.depth.max(depth);
+    if depth > MAX_PROTO_DEPTH {
+        return Err(A2aError::invalid_request(format!("the request nests deeper than {MAX_PROTO_DEPTH} messages")));
+    }
+    let broken = || A2aError::parse(format!("the request is not a {}", descriptor.name()));
+    let mut parts = 0usize;
+    while !buf.is_empty() {
+        let key = prost::encoding::decode_varint(&mut buf).map_err(|_| broken())?;
+        shape.values += 1;
+        if shape.values > MAX_VALUES {
+            return Err(A2aError::invalid_request(format!(
+                "the request holds more than {MAX_VALUES} fields (the limit per message)"
+            )));
+        }
+        let skip = |buf: &mut &[u8], n: usize| {
+            if buf.len() < n {
+                return Err(broken());
+            }
+            *buf = &buf[n..];
+            Ok(())
+        };
+        match key & 7 {
+            0 => {
+                prost::encoding::decode_varint(&mut buf).map_err(|_| broken())?;
+            }
+            1 => skip(&mut buf, 8)?,
+            5 => skip(&mut buf, 4)?,
+            2 => {
+                let len = usize::try_from(prost::encoding::decode_varint(&mut buf).map_err(|_| broken())?)
+                    .map_err(|_| broken())?;
+                if buf.len() < len {
+                    return Err(broken());
+                }
+                let (inner, rest) = buf.split_at(len);
+                buf = rest;
+                let field = u32::try_from(key >> 3).ok().and_then(|n| descriptor.get_field(n));
+                let Some(field) = field else { continue };
+                let prost_reflect::Kind::Message(message) = field.kind() else { continue };
+                let here = if path.is_empty() {
+                    field.json_name().to_string()
+                } else {
+                    format!("{path}.{}", field.json_name())
+                };
+                if message.full_name() == "lf.a2a.v1.Part" {
+                    parts += 1;
+                    if parts > MAX_PARTS {
+                        return Err(A2aError::invalid_field(
+                            &here,
+                            format!("holds more than {MAX_PARTS} parts (the limit)"),
+                        ));
+                    }
+                }
+                walk(&message, inner, depth + 1, &here, shape)?;
+            }
+            _ => return Err(broken()),
+        }
+    }
+    Ok(())
 }
 
 /// A request message as the JSON the other bindings decode.

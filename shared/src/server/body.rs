@@ -26,8 +26,7 @@ pub enum Refused {
     Busy(A2aError),
 }
 
-/// The first bytes buffered for a body of declared length (the rest grows as it arrives, so a
-/// declared length alone reserves no memory).
+/// The first bytes buffered for a chunked body (it grows as it arrives).
 const FIRST_BUFFER: usize = 64 * 1024;
 
 /// Reads a whole HTTP/1.1 body of at most `max` bytes (the caller bounds it in time).
@@ -42,7 +41,9 @@ pub async fn read(
         Some(n) => budget.hold(n).await.map_err(Refused::Busy)?,
         None => Held::none(),
     };
-    let mut buf = BytesMut::with_capacity(declared.unwrap_or(0).min(FIRST_BUFFER));
+    // A declared length is allocated at once (its share is held already; pages not yet written
+    // are not resident), so the body is never copied as it grows.
+    let mut buf = BytesMut::with_capacity(declared.unwrap_or(FIRST_BUFFER));
     while let Some(frame) = body.frame().await {
         let frame = frame.map_err(Refused::Broken)?;
         let Ok(data) = frame.into_data() else { continue };

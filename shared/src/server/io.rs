@@ -223,6 +223,26 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Guarded<T> {
         }
     }
 
+    /// Vectored writes go through as such: without them hyper flattens every response into its own
+    /// buffer first (a copy of every large answer).
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        match Pin::new(&mut self.inner).poll_write_vectored(cx, bufs) {
+            Poll::Pending => self.pending(cx),
+            done => {
+                self.waiting = None;
+                done
+            }
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match Pin::new(&mut self.inner).poll_flush(cx) {
             Poll::Pending => self.pending(cx),

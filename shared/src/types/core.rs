@@ -313,7 +313,7 @@ pub struct Message {
     pub task_id: String,
     #[serde(default)]
     pub role: Role,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::bounds::bounded_parts")]
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Box<Struct>>,
@@ -361,7 +361,7 @@ pub struct Artifact {
     pub name: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub description: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::bounds::bounded_parts")]
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Box<Struct>>,

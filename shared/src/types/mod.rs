@@ -3,6 +3,7 @@
 //! unknown fields ignored on input. Parsers also accept the proto (snake_case) field names, as ProtoJSON
 //! requires. `validate` checks the proto's `REQUIRED` field behaviours and names the offending field.
 
+pub mod bounds;
 mod card;
 mod core;
 mod decode;

@@ -159,6 +159,7 @@ pub struct Message {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
     pub role: Role,
+    #[serde(deserialize_with = "crate::types::bounds::bounded_parts")]
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,
@@ -267,6 +268,7 @@ pub struct Artifact {
     pub name: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    #[serde(deserialize_with = "crate::types::bounds::bounded_parts")]
     pub parts: Vec<Part>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Struct>,

@@ -197,7 +197,7 @@ pub fn message_out(m: &Message) -> Value {
     let mut v = to_value(m);
     if let Some(obj) = v.as_object_mut() {
         if let Some(Value::Array(parts)) = obj.remove("parts") {
-            obj.insert("content".into(), Value::Array(parts.into_iter().map(|p| part_out(p)).collect()));
+            obj.insert("content".into(), Value::Array(parts.into_iter().map(part_out).collect()));
         }
         obj.remove("referenceTaskIds");
     }
@@ -247,7 +247,7 @@ fn status_out(s: &TaskStatus) -> Value {
 fn artifact_out(a: &Artifact) -> Value {
     let mut v = to_value(a);
     if let Some(Value::Array(parts)) = v.get_mut("parts").map(Value::take) {
-        v["parts"] = Value::Array(parts.into_iter().map(|p| part_out(p)).collect());
+        v["parts"] = Value::Array(parts.into_iter().map(part_out).collect());
     }
     v
 }
@@ -258,10 +258,10 @@ pub fn task_out(t: &Task) -> Value {
     out.insert("contextId".into(), Value::String(t.context_id.clone()));
     out.insert("status".into(), status_out(&t.status));
     if let Some(artifacts) = t.artifacts.as_ref().filter(|a| !a.is_empty()) {
-        out.insert("artifacts".into(), artifacts.iter().map(|a| artifact_out(a)).collect());
+        out.insert("artifacts".into(), artifacts.iter().map(artifact_out).collect());
     }
     if !t.history.is_empty() {
-        out.insert("history".into(), t.history.iter().map(|m| message_out(m)).collect());
+        out.insert("history".into(), t.history.iter().map(message_out).collect());
     }
     if let Some(m) = &t.metadata {
         out.insert("metadata".into(), Value::Object(Struct::clone(m)));
