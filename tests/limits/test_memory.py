@@ -193,3 +193,48 @@ def test_resident_memory_stays_under_the_budgets_during_spikes():
             assert peak < bound, f"peak RSS {peak >> 20} MiB over the stated bound {bound >> 20} MiB"
     finally:
         stop(proc)
+
+
+def test_idle_grpc_sockets_under_a_small_descriptor_limit_do_not_stop_the_http_port():
+    """Under a 256-descriptor limit, 300 idle gRPC sockets: the connection cap (one for both
+    listeners, lowered to what the descriptors allow) turns the extra ones away instead of letting
+    `accept` fail for everyone, and the idle deadline frees the rest; the HTTP port answers."""
+    import resource
+    import socket
+    import subprocess
+    import os
+    import time
+
+    from support import free_port, wait_ready
+
+    def limit_descriptors():
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    port, grpc_port = free_port(), free_port()
+    proc = subprocess.Popen(
+        [os.environ["A2A_LOCAL_BIN"], "--addr", f"127.0.0.1:{port}", "--grpc-addr", f"127.0.0.1:{grpc_port}",
+         "--agent", "echo", "--header-timeout", "2"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, preexec_fn=limit_descriptors)
+    base = f"http://127.0.0.1:{port}"
+    sockets = []
+    try:
+        wait_ready(f"{base}/.well-known/agent-card.json", [proc], "a2a-local", 30)
+        for _ in range(300):
+            sockets.append(socket.create_connection(("127.0.0.1", grpc_port), timeout=5))
+        time.sleep(0.5)
+        answered = None
+        deadline = time.time() + 15
+        while time.time() < deadline:
+            try:
+                answered = httpx.get(f"{base}/.well-known/agent-card.json", timeout=2).status_code
+            except httpx.HTTPError:
+                answered = None
+            if answered == 200:
+                break
+            time.sleep(0.5)
+        assert answered == 200, f"the HTTP port did not answer 200 (last: {answered})"
+        assert proc.poll() is None
+    finally:
+        for s in sockets:
+            s.close()
+        stop(proc)

@@ -165,21 +165,9 @@ impl Server {
         let open = Arc::new(AtomicUsize::new(0));
         loop {
             tokio::select! {
-                accepted = listener.accept() => {
-                    let (stream, peer) = match accepted {
-                        Ok(x) => x,
-                        Err(e) => {
-                            tracing::warn!(error = %e, "gRPC accept failed");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
-                            continue;
-                        }
-                    };
-                    let Ok(permit) = self.connections.clone().try_acquire_owned() else {
-                        // An HTTP/2 client reads no HTTP/1.1 answer: the connection is closed.
-                        tracing::warn!(%peer, max = self.limits.max_connections, "gRPC connection refused: too many open connections");
-                        continue;
-                    };
-                    let _ = stream.set_nodelay(true);
+                accepted = self.next_connection(&listener, "gRPC") => {
+                    // Past the cap the connection is closed: an HTTP/2 client reads no HTTP/1.1 answer.
+                    let Some(Ok((stream, _, permit))) = accepted else { continue };
                     let server = self.clone();
                     let (routes, open) = (routes.clone(), open.clone());
                     open.fetch_add(1, Ordering::AcqRel);

@@ -301,7 +301,34 @@ async fn turn_away(mut stream: tokio::net::TcpStream) {
     let _ = tokio::time::timeout(Duration::from_secs(1), write).await;
 }
 
+/// A connection within the cap, with its share of it.
+type Admitted = (tokio::net::TcpStream, SocketAddr, tokio::sync::OwnedSemaphorePermit);
+
 impl Server {
+    /// The next connection of `listener`: within the cap, with its permit (`Ok`), or past it (`Err`:
+    /// to be turned away); `None` when accepting failed (after a short pause, so a failing listener
+    /// does not spin).
+    async fn next_connection(
+        &self,
+        listener: &TcpListener,
+        which: &str,
+    ) -> Option<Result<Admitted, tokio::net::TcpStream>> {
+        let (stream, peer) = match listener.accept().await {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                tracing::warn!(listener = which, error = %e, "accept failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                return None;
+            }
+        };
+        let Ok(permit) = self.connections.clone().try_acquire_owned() else {
+            tracing::warn!(listener = which, %peer, max = self.limits.max_connections, "connection refused: too many open connections");
+            return Some(Err(stream));
+        };
+        let _ = stream.set_nodelay(true);
+        Some(Ok((stream, peer, permit)))
+    }
+
     /// Serves HTTP/1.1 on `listener` until `shutdown` resolves, then drains connections for up to
     /// the grace period.
     pub async fn serve_http(
@@ -314,21 +341,15 @@ impl Server {
         let mut shutdown = std::pin::pin!(shutdown);
         loop {
             tokio::select! {
-                accepted = listener.accept() => {
-                    let (stream, peer) = match accepted {
-                        Ok(x) => x,
-                        Err(e) => {
-                            tracing::warn!(error = %e, "accept failed");
-                            tokio::time::sleep(Duration::from_millis(50)).await;
+                accepted = self.next_connection(&listener, "HTTP") => {
+                    let (stream, peer, permit) = match accepted {
+                        Some(Ok(admitted)) => admitted,
+                        Some(Err(turned_away)) => {
+                            tokio::spawn(turn_away(turned_away));
                             continue;
                         }
+                        None => continue,
                     };
-                    let Ok(permit) = self.connections.clone().try_acquire_owned() else {
-                        tracing::warn!(%peer, max = limits.max_connections, "connection refused: too many open connections");
-                        tokio::spawn(turn_away(stream));
-                        continue;
-                    };
-                    let _ = stream.set_nodelay(true);
                     let server = self.clone();
                     let (guarded, framing) = io::Guarded::new(stream, limits.write_timeout);
                     let io = TokioIo::new(guarded);
