@@ -107,9 +107,12 @@ def test_file_parts_go_to_the_output_dir_the_user_chose(tmp_path):
 
 
 def test_an_answer_of_many_file_parts_fills_no_folder(tmp_path):
-    """Tiny parts by the thousand: 1000 are saved, then a clear error and exit 7."""
+    """Tiny parts by the thousand (in artifacts of 500, each within the protocol's 1024 parts): 1000
+    are saved, then a clear error and exit 7."""
     def many(h, req):
-        rpc_result(h, req, {"task": file_task("f", [{"raw": RAW}] * 1500)})
+        task = file_task("f", [{"raw": RAW}] * 500)
+        task["artifacts"] += [{"artifactId": f"f{i}", "parts": [{"raw": RAW}] * 500} for i in range(2)]
+        rpc_result(h, req, {"task": task})
     with Hostile(rpc=many) as agent:
         r = run("send", agent.base, "files", cwd=tmp_path, timeout=60)
     assert r.returncode == 7 and "more than 1000 file parts; the rest are not saved" in r.stderr, r.stderr

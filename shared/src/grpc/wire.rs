@@ -12,6 +12,7 @@ use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 
 use crate::error::{A2aError, ErrorKind, ERROR_DOMAIN};
+#[cfg(feature = "grpc")]
 use crate::types::bounds::{Shape, MAX_PARTS, MAX_VALUES};
 
 pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";
@@ -44,21 +45,25 @@ fn message(name: &str) -> Result<MessageDescriptor, Status> {
 
 /// Proto nesting allowed in a request (prost's own decoding limit; a JSON level of a `Struct` is two
 /// or three proto levels).
+#[cfg(feature = "grpc")]
 const MAX_PROTO_DEPTH: usize = 100;
 /// About what one field of a request costs decoded through the descriptors (measured: 100,000
 /// one-field parts, 200,000 fields, took 76 MB on their way to JSON), for the requests budget.
+#[cfg(feature = "grpc")]
 pub(crate) const DYNAMIC_PER_FIELD: usize = 512;
 
 /// The shape of a request message, read from its wire form with the descriptors and nothing
 /// allocated per field: every field counts as a value (limit [`MAX_VALUES`]), nesting is bounded,
 /// and a message or an artifact may hold at most [`MAX_PARTS`] parts. Refused before the message
 /// is decoded.
+#[cfg(feature = "grpc")]
 pub(crate) fn shape(descriptor: &MessageDescriptor, bytes: &[u8]) -> Result<Shape, A2aError> {
     let mut shape = Shape::default();
     walk(descriptor, bytes, 1, "", &mut shape)?;
     Ok(shape)
 }
 
+#[cfg(feature = "grpc")]
 fn walk(
     descriptor: &MessageDescriptor,
     mut buf: &[u8],
