@@ -18,9 +18,8 @@ pub use own::{executor, Agent};
 mod own {
     use std::sync::Arc;
 
-    use a2a::executor::{AgentChoice, AgentError, AgentExecutor, EventSink, RequestContext};
-    use a2a::types::{Artifact, Message, Part};
-    use async_trait::async_trait;
+    use a2a::executor::AgentChoice;
+    use a2a::prelude::*;
 
     /// The agent. Replace the body of `execute` with what your agent does; report progress through
     /// `events` (status, artifacts in chunks, messages). Returning `Ok(())` without a final state
@@ -42,13 +41,13 @@ mod own {
             // says so. Each chunk reaches open streams as it is recorded.
             let words: Vec<&str> = text.split_whitespace().collect();
             let answer = Artifact::new(vec![Part::text("You said:")]).with_name("answer");
-            events.artifact(answer.clone(), false, words.is_empty()).await?;
+            events.artifact(answer.clone(), if words.is_empty() { Chunk::Whole } else { Chunk::First }).await?;
             for (i, word) in words.iter().enumerate() {
                 if ctx.cancel.is_cancelled() {
                     return Ok(()); // the runner records CANCELED
                 }
                 let chunk = Artifact { parts: vec![Part::text(format!(" {word}"))], ..answer.clone() };
-                events.artifact(chunk, true, i + 1 == words.len()).await?;
+                events.artifact(chunk, if i + 1 == words.len() { Chunk::Last } else { Chunk::Middle }).await?;
             }
             events.complete(None).await?;
             Ok(())

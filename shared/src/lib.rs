@@ -2,57 +2,112 @@
 //! ports so that the same engine runs embedded (memory store, in-process queue and hub), on AWS
 //! (DynamoDB + SQS behind Lambda) and at the edge.
 //!
-//! Layout: [`types`] and [`v03`] (wire model), [`error`] (one error type, one mapping), [`jsonrpc`],
-//! [`rest`] and [`sse`] (bindings), [`ops`] (one file per operation), [`ports`] and [`adapters`],
-//! [`engine`] (recorder, stream follower, runner), [`executor`] (the trait users implement).
+//! This crate is the facade every deployable depends on: the crates under `shared/` are re-exported
+//! here under the paths the functions use (`a2a::types`, `a2a::http::Service`, ...), and the
+//! [`prelude`] holds what an agent needs. What each crate owns:
+//!
+//! | crate | owns |
+//! |---|---|
+//! | `a2a-protocol` | the wire model: 1.0 and 0.3 types, request bounds, errors and their one mapping table, versions, operation names, SSE, well-known paths (no I/O) |
+//! | `a2a-signing` | JCS, JWS keys, signed cards and webhooks, the JWKS |
+//! | `a2a-engine` | ports, the event fold, one file per operation, dispatch, the runner, the executor trait, the memory store, authentication, push delivery, the card service |
+//! | `a2a-http` | the JSON-RPC and HTTP+JSON bindings, the `Service`, the budgets of bytes in flight, the hyper server |
+//! | `a2a-grpc` | the gRPC binding and its listener |
+//! | `a2a-client` | the client |
+//! | `a2a-agents` | echo, conformance, agents over HTTP, the A2A gateway |
+//! | `a2a-aws` | DynamoDB, SQS, KMS, SigV4, the Lambda glue |
+//! | `a2a-edge` | the Cloudflare worker's logic and the origin's publisher |
+//! | `a2a-embedded` | one process on the memory or the AWS backend (a2a-local) |
+//!
+//! ```
+//! use a2a::prelude::*;
+//!
+//! /// Answers every message with its own text, in one artifact.
+//! struct Echo;
+//!
+//! #[async_trait]
+//! impl AgentExecutor for Echo {
+//!     async fn execute(&self, ctx: RequestContext, events: EventSink) -> Result<(), AgentError> {
+//!         let text = ctx.message.text();
+//!         events.artifact(Artifact::new(vec![Part::text(text)]), Chunk::Whole).await?;
+//!         events.complete(None).await?;
+//!         Ok(())
+//!     }
+//! }
+//! ```
 
-pub mod adapters;
-pub mod auth;
-pub mod card;
-#[cfg(feature = "client")]
-pub mod client;
-pub mod dispatch;
-pub mod edge;
-pub mod engine;
-pub mod error;
-pub mod executor;
-#[cfg(feature = "grpc-codec")]
-pub mod grpc;
-pub mod http;
-pub mod inflight;
-pub mod jsonrpc;
-pub mod lines;
-#[cfg(feature = "oidc")]
-pub mod oidc;
-pub mod operation;
-pub mod ops;
-pub mod page_token;
-pub mod ports;
-pub mod response;
-pub mod rest;
-pub mod rest03;
-pub mod rest_input;
-pub mod rpc_id;
-pub mod runner;
-pub mod service;
-#[cfg(feature = "signing")]
-pub mod signing;
-#[cfg(feature = "aws")]
-pub mod sigv4;
-pub mod sse;
-pub mod ssrf;
-pub mod types;
-pub mod v03;
-pub mod version;
-pub mod webhook;
+pub use a2a_protocol::{error, lines, operation, rpc_id, sse, types, v03, version};
+pub use a2a_protocol::{A2aError, ErrorKind, Result};
 
-pub use error::{A2aError, ErrorKind, Result};
+#[cfg(any(feature = "oidc", feature = "server", feature = "lambda"))]
+pub use a2a_engine::oidc;
+#[cfg(any(feature = "push", feature = "server", feature = "aws", feature = "lambda"))]
+pub use a2a_engine::push;
+pub use a2a_engine::{auth, dispatch, engine, ops, page_token, ports, runner, ssrf, webhook};
 
-#[cfg(feature = "push")]
-pub mod embedded;
-#[cfg(feature = "lambda")]
-pub mod lambda;
-#[cfg(feature = "push")]
-pub mod push;
 #[cfg(feature = "server")]
-pub mod server;
+pub use a2a_http::server;
+pub use a2a_http::{inflight, jsonrpc, response, rest, rest03, rest_input, service};
+
+pub use a2a_edge as edge;
+
+#[cfg(feature = "lambda")]
+pub use a2a_aws::lambda;
+#[cfg(any(feature = "aws", feature = "lambda"))]
+pub use a2a_aws::sigv4;
+#[cfg(any(feature = "client", feature = "client-grpc"))]
+pub use a2a_client as client;
+#[cfg(any(feature = "push", feature = "server"))]
+pub use a2a_embedded as embedded;
+#[cfg(any(feature = "grpc-codec", feature = "grpc", feature = "client-grpc"))]
+pub use a2a_grpc as grpc;
+#[cfg(any(
+    feature = "signing",
+    feature = "push",
+    feature = "server",
+    feature = "client",
+    feature = "client-grpc",
+    feature = "aws",
+    feature = "lambda"
+))]
+pub use a2a_signing as signing;
+
+pub mod card {
+    //! The agent card: the served card (`a2a-engine`), the card file and the well-known paths
+    //! (`a2a-protocol`).
+    pub use a2a_engine::card::*;
+    pub use a2a_protocol::paths::DEFAULT_API_KEY_HEADER;
+}
+
+pub mod http {
+    //! The HTTP front (`a2a-http`): one base URL serving the card, JSON-RPC and HTTP+JSON.
+    pub use a2a_http::response::{jsonrpc_error_response, rest_error, Body, HttpResponse};
+    pub use a2a_http::service::*;
+}
+
+pub mod executor {
+    //! The one thing a user implements, [`AgentExecutor`] (`a2a-engine`), and the agents that ship
+    //! with the host (`a2a-agents`).
+    pub use a2a_agents::*;
+    pub use a2a_engine::executor::*;
+}
+
+pub mod adapters {
+    //! The ports' implementations: [`memory`] (always), `poll_hub` (feature `runtime`), `aws`
+    //! (feature `aws`), `edge_publisher` (the embedded server).
+    #[cfg(any(feature = "aws", feature = "lambda"))]
+    pub use a2a_aws as aws;
+    #[cfg(any(feature = "push", feature = "server"))]
+    pub use a2a_edge::publisher as edge_publisher;
+    pub use a2a_engine::memory;
+    #[cfg(any(feature = "runtime", feature = "push", feature = "server"))]
+    pub use a2a_engine::poll_hub;
+}
+
+pub mod prelude {
+    //! What an agent author touches: the executor trait and its context, the event sink and what
+    //! an artifact chunk is, the types an agent sends, and `async_trait` to implement the trait.
+    pub use a2a_engine::executor::{AgentError, AgentExecutor, Chunk, EventSink, RequestContext, SinkError};
+    pub use a2a_protocol::types::{Artifact, Message, Part, PartContent, Role, Task, TaskState};
+    pub use async_trait::async_trait;
+}

@@ -332,7 +332,7 @@ fn main() -> Result<(), String> {
             tracing::info!(%addr, "gRPC listening");
             let server = server.clone();
             tokio::spawn(async move {
-                if let Err(e) = server.serve_grpc(listener, a2a::server::shutdown_signal()).await {
+                if let Err(e) = a2a::grpc::listener::serve(server, listener, a2a::server::shutdown_signal()).await {
                     tracing::error!("{e}");
                 }
             });

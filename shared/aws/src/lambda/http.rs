@@ -1,0 +1,145 @@
+//! API Gateway HTTP API (payload v2) and Function URL events in, protocol responses out. A
+//! per-operation function serves only its [`Endpoint`]; anything else routed to it is a 404 that
+//! names the function's operation. Streams are sent with Lambda response streaming by the
+//! `http-stream` function ([`serve_streaming`]); a buffered function that is asked for a stream
+//! (a JSON-RPC streaming method on `http-jsonrpc`) sends the whole SSE body at the end of the turn.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use http::Method;
+use http_body_util::StreamBody;
+use hyper::body::Frame;
+use lambda_http::request::RequestContext;
+use lambda_http::{Body as LambdaBody, Request, RequestExt, Response};
+
+use a2a_engine::auth::GatewayClaims;
+use a2a_engine::card::is_public_path;
+use a2a_http::rest::route;
+use a2a_http::service::{binding_of, jsonrpc_error_response, rest_error, Binding, Body, HttpResponse, Service};
+use a2a_protocol::error::{A2aError, ErrorKind};
+use a2a_protocol::operation::Operation;
+
+/// What one function serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Every route and method (a single-function deployment, or `http-stream`).
+    All,
+    /// `POST /`: every JSON-RPC method.
+    JsonRpc,
+    AgentCard,
+    /// The HTTP+JSON routes of one operation (with and without a tenant).
+    Operation(Operation),
+}
+
+/// The endpoint a request is for (`None`: no such route).
+pub fn endpoint_of(method: &Method, path: &str) -> Option<Endpoint> {
+    if is_public_path(path) {
+        return Some(Endpoint::AgentCard);
+    }
+    if binding_of(path) == Binding::JsonRpc {
+        return Some(Endpoint::JsonRpc);
+    }
+    Some(Endpoint::Operation(route(method, path).ok()?.0.operation()))
+}
+
+/// Turns a Lambda HTTP event into the engine's request type.
+/// Claims API Gateway's JWT authorizer verified travel on as [`GatewayClaims`] in the request's
+/// extensions (never as headers, which a client could forge).
+pub fn to_request(event: Request) -> http::Request<Bytes> {
+    let claims = gateway_claims(&event);
+    let (mut parts, body) = event.into_parts();
+    if let Some(claims) = claims {
+        parts.extensions.insert(claims);
+    }
+    let bytes = match body {
+        LambdaBody::Empty => Bytes::new(),
+        LambdaBody::Text(t) => Bytes::from(t),
+        LambdaBody::Binary(b) => Bytes::from(b),
+        _ => Bytes::new(),
+    };
+    http::Request::from_parts(parts, bytes)
+}
+
+/// The claims of the JWT authorizer of an HTTP API (payload format 2.0), if it ran.
+fn gateway_claims(event: &Request) -> Option<GatewayClaims> {
+    let RequestContext::ApiGatewayV2(ctx) = event.request_context_ref()? else { return None };
+    let jwt = ctx.authorizer.as_ref()?.jwt.as_ref()?;
+    Some(GatewayClaims { claims: jwt.claims.clone(), scopes: jwt.scopes.clone().unwrap_or_default() })
+}
+
+/// Serves one event on a buffered function.
+pub async fn handle(service: &Service, serves: Endpoint, event: Request) -> Response<LambdaBody> {
+    let req = to_request(event);
+    let resp = match check(serves, &req) {
+        Some(refusal) => refusal,
+        None => service.handle(req).await,
+    };
+    // Events this call recorded (a new turn, a cancel) reach the edge before the container freezes.
+    service.engine.hub.flush().await;
+    let (parts, body) = resp.into_parts();
+    let bytes = match body {
+        Body::Full(b) => b,
+        // A stream asked of a buffered function: the whole stream, once the turn has ended.
+        Body::Sse(stream) => Bytes::from(stream.collect::<Vec<Bytes>>().await.concat()),
+    };
+    let body = match String::from_utf8(bytes.to_vec()) {
+        Ok(text) if text.is_empty() => LambdaBody::Empty,
+        Ok(text) => LambdaBody::Text(text),
+        Err(e) => LambdaBody::Binary(e.into_bytes()),
+    };
+    Response::from_parts(parts, body)
+}
+
+/// A 404 for requests that were routed to the wrong function.
+fn check(serves: Endpoint, req: &http::Request<Bytes>) -> Option<HttpResponse> {
+    if serves == Endpoint::All {
+        return None;
+    }
+    let found = endpoint_of(req.method(), req.uri().path());
+    if found == Some(serves) {
+        return None;
+    }
+    let err = A2aError::new(
+        ErrorKind::MethodNotFound,
+        format!("this function serves {serves:?}; {} {} is not one of its routes", req.method(), req.uri().path()),
+    );
+    Some(match binding_of(req.uri().path()) {
+        Binding::JsonRpc => jsonrpc_error_response(&a2a_protocol::rpc_id::RpcId::null(), &err),
+        Binding::Rest => rest_error(&err),
+    })
+}
+
+/// Runs a buffered HTTP function until the runtime stops it.
+pub async fn serve(service: Arc<Service>, serves: Endpoint) -> Result<(), lambda_http::Error> {
+    lambda_http::run(lambda_http::service_fn(move |event: Request| {
+        let service = service.clone();
+        async move { Ok::<_, Infallible>(handle(&service, serves, event).await) }
+    }))
+    .await
+}
+
+type Streamed = StreamBody<futures::stream::BoxStream<'static, Result<Frame<Bytes>, Infallible>>>;
+
+/// Serves one event with response streaming: SSE frames leave as they are produced.
+pub async fn handle_streaming(service: &Service, event: Request) -> Response<Streamed> {
+    let resp = service.handle(to_request(event)).await;
+    let (parts, body) = resp.into_parts();
+    let frames = match body {
+        Body::Full(b) => futures::stream::iter([Ok(Frame::data(b))]).boxed(),
+        Body::Sse(stream) => stream.map(|b| Ok(Frame::data(b))).boxed(),
+    };
+    Response::from_parts(parts, StreamBody::new(frames))
+}
+
+/// Runs the response-streaming function (`http-stream`, behind a Function URL in RESPONSE_STREAM
+/// mode) until the runtime stops it.
+pub async fn serve_streaming(service: Arc<Service>) -> Result<(), lambda_http::Error> {
+    lambda_http::run_with_streaming_response(lambda_http::service_fn(move |event: Request| {
+        let service = service.clone();
+        async move { Ok::<_, Infallible>(handle_streaming(&service, event).await) }
+    }))
+    .await
+}

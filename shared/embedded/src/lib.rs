@@ -1,0 +1,249 @@
+//! The embedded deployment (feature `push`): one process serving every route, with either the
+//! memory backend (store, queues and hub in process) or the AWS backend (DynamoDB store, SQS queues
+//! consumed by in-process pollers, in-process hub). What `a2a-local` runs and the tests build.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use a2a_engine::auth::Authenticator;
+use a2a_engine::card::{CardService, ServerAbilities};
+use a2a_engine::engine::{Engine, EngineConfig, EnginePorts};
+use a2a_engine::executor::AgentExecutor;
+use a2a_engine::memory::*;
+use a2a_engine::ports::{Clock, PushConfigStore, PushQueue, TaskStore, WorkQueue};
+use a2a_engine::push::{Deliverer, DnsPolicy, PushWorker};
+use a2a_engine::runner::Runner;
+use a2a_engine::ssrf::AllowList;
+use a2a_engine::webhook::RetryPolicy;
+use a2a_http::service::{Limits, Service};
+use a2a_protocol::error::Result;
+use a2a_protocol::types::AgentCard;
+
+/// Where tasks live and how jobs travel.
+#[derive(Debug, Clone, Default)]
+pub enum Backend {
+    /// Memory store, in-process queues.
+    #[default]
+    Memory,
+    /// DynamoDB and SQS (feature `aws`), configured from the environment.
+    #[cfg(feature = "aws")]
+    Aws(AwsOptions),
+}
+
+#[cfg(feature = "aws")]
+#[derive(Debug, Clone)]
+pub struct AwsOptions {
+    pub settings: a2a_aws::AwsSettings,
+    /// Create the table and the queues (with their dead-letter queues) when missing.
+    pub create_resources: bool,
+    pub poll: a2a_aws::sqs::PollSettings,
+}
+
+pub struct EmbeddedConfig {
+    /// Where clients reach the server; the card's interface URLs are built from it.
+    pub public_url: String,
+    pub card: AgentCard,
+    pub extended_card: Option<AgentCard>,
+    pub executor: Arc<dyn AgentExecutor>,
+    pub auth: Arc<dyn Authenticator>,
+    pub engine: EngineConfig,
+    pub limits: Limits,
+    pub backend: Backend,
+    /// The memory store's caps (tasks, bytes, idle lifetime of interrupted tasks).
+    pub memory: MemoryLimits,
+    /// Private networks webhooks may reach anyway (e.g. 127.0.0.1 in development).
+    pub webhook_allow: AllowList,
+    pub push_retry: RetryPolicy,
+    pub push_timeout: Duration,
+    /// Also publish every event to this edge worker (its Durable Object hub serves the streams).
+    pub edge: Option<a2a_edge::publisher::EdgeSettings>,
+    /// Where the gRPC binding listens (`host:port`), declared in the card; `None`: not served.
+    pub grpc_address: Option<String>,
+    /// Keys that sign the served cards (none: unsigned); `jku` defaults to the agent's JWKS.
+    pub card_signing: a2a_signing::CardSigning,
+}
+
+impl EmbeddedConfig {
+    /// An agent at `public_url` running `executor` on the memory backend with every other setting at
+    /// its default: the default card, anonymous callers, the default limits, webhooks to public
+    /// addresses with a 10 s timeout, no edge worker, no gRPC, unsigned cards. Change what differs
+    /// with struct update syntax (`EmbeddedConfig { memory, ..EmbeddedConfig::new(url, executor) }`).
+    pub fn new(public_url: impl Into<String>, executor: Arc<dyn AgentExecutor>) -> Self {
+        Self {
+            public_url: public_url.into(),
+            card: a2a_engine::card::default_card(),
+            extended_card: None,
+            executor,
+            auth: Arc::new(a2a_engine::auth::Anonymous),
+            engine: EngineConfig::default(),
+            limits: Limits::default(),
+            backend: Backend::default(),
+            memory: MemoryLimits::default(),
+            webhook_allow: AllowList::default(),
+            push_retry: RetryPolicy::default(),
+            push_timeout: Duration::from_secs(10),
+            edge: None,
+            grpc_address: None,
+            card_signing: a2a_signing::CardSigning::default(),
+        }
+    }
+}
+
+/// A running embedded agent.
+pub struct Embedded {
+    pub service: Arc<Service>,
+    pub engine: Arc<Engine>,
+    pub runner: Arc<Runner>,
+    /// The in-process push worker (memory backend only).
+    pub push: Option<Arc<PushWorker>>,
+    /// The DynamoDB store (AWS backend only), for its usage meter.
+    #[cfg(feature = "aws")]
+    pub dynamo: Option<Arc<a2a_aws::DynamoStore>>,
+}
+
+/// Starts a backend's consumers once the runner exists; returns the in-process push worker, if any.
+type StartConsumers = Box<dyn FnOnce(Arc<Runner>, Arc<Deliverer>) -> Option<Arc<PushWorker>> + Send>;
+
+struct Wiring {
+    store: Arc<dyn TaskStore>,
+    push_configs: Arc<dyn PushConfigStore>,
+    queue: Arc<dyn WorkQueue>,
+    push_queue: Arc<dyn PushQueue>,
+    consumers: StartConsumers,
+    #[cfg(feature = "aws")]
+    dynamo: Option<Arc<a2a_aws::DynamoStore>>,
+}
+
+fn memory_wiring(limits: MemoryLimits, retry: RetryPolicy) -> Wiring {
+    let (queue, jobs) = MemoryWorkQueue::new();
+    let (push_queue, push_jobs) = MemoryPushQueue::new();
+    let store = Arc::new(MemoryStore::new(limits));
+    Wiring {
+        store: store.clone(),
+        push_configs: store,
+        queue: Arc::new(queue),
+        push_queue: Arc::new(push_queue),
+        consumers: Box::new(move |runner, deliverer| {
+            runner.spawn(jobs);
+            let worker = PushWorker::new(deliverer, retry);
+            worker.clone().spawn(push_jobs);
+            Some(worker)
+        }),
+        #[cfg(feature = "aws")]
+        dynamo: None,
+    }
+}
+
+#[cfg(feature = "aws")]
+async fn aws_wiring(options: AwsOptions, retry: RetryPolicy) -> Result<Wiring> {
+    use a2a_aws::{resources, sdk_config, sqs, DynamoStore};
+    use a2a_engine::page_token::PageTokens;
+    use a2a_protocol::error::A2aError;
+
+    let sdk = sdk_config().await;
+    let dynamo_client = aws_sdk_dynamodb::Client::new(&sdk);
+    let sqs_client = aws_sdk_sqs::Client::new(&sdk);
+    let s = &options.settings;
+    let (task_url, push_url) = if options.create_resources {
+        resources::ensure_table(&dynamo_client, &s.table_name, s.ttl_seconds.is_some()).await?;
+        // A task job is received at most 5 times: a run that keeps crashing ends in the DLQ.
+        let (task_url, _) =
+            resources::ensure_fifo_queue(&sqs_client, &format!("{}-work", s.table_name), options.poll.visibility, 5)
+                .await?;
+        let (push_url, _) = resources::ensure_fifo_queue(
+            &sqs_client,
+            &format!("{}-push", s.table_name),
+            Duration::from_secs(30),
+            s.push_max_attempts,
+        )
+        .await?;
+        (s.task_queue_url.clone().unwrap_or(task_url), s.push_queue_url.clone().unwrap_or(push_url))
+    } else {
+        let need = |v: &Option<String>, name: &str| {
+            v.clone().ok_or_else(|| A2aError::invalid_params(format!("{name} is not set (or pass --create-resources)")))
+        };
+        (need(&s.task_queue_url, "TASK_QUEUE_URL")?, need(&s.push_queue_url, "PUSH_QUEUE_URL")?)
+    };
+    let tokens = match &s.page_token_secret {
+        Some(secret) => PageTokens::new(secret.as_bytes().to_vec()),
+        None => PageTokens::random(),
+    };
+    let ttl = s.ttl_seconds.map(Duration::from_secs);
+    let store = Arc::new(DynamoStore::new(dynamo_client, s.table_name.clone(), tokens, ttl));
+    let poll = options.poll;
+    let consumers_store = store.clone();
+    let (work_client, push_client) = (sqs_client.clone(), sqs_client.clone());
+    let (work_url, push_poll_url) = (task_url.clone(), push_url.clone());
+    Ok(Wiring {
+        store: store.clone(),
+        push_configs: store.clone(),
+        queue: Arc::new(sqs::SqsWorkQueue::new(sqs_client.clone(), task_url)),
+        push_queue: Arc::new(sqs::SqsPushQueue::new(sqs_client, push_url)),
+        consumers: Box::new(move |runner, deliverer| {
+            let stop = tokio_util::sync::CancellationToken::new();
+            let work = Arc::new(sqs::WorkPoller { client: work_client, url: work_url, runner, poll });
+            tokio::spawn(work.run(stop.clone()));
+            let push = Arc::new(sqs::PushPoller {
+                client: push_client,
+                url: push_poll_url,
+                store: consumers_store.clone(),
+                configs: consumers_store,
+                deliverer,
+                retry,
+                poll,
+                concurrency: 4,
+            });
+            tokio::spawn(push.run(stop));
+            None
+        }),
+        dynamo: Some(store),
+    })
+}
+
+/// Builds the engine, starts the runner and the push consumer; call inside a tokio runtime.
+pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let wiring = match config.backend {
+        Backend::Memory => memory_wiring(config.memory, config.push_retry),
+        #[cfg(feature = "aws")]
+        Backend::Aws(options) => aws_wiring(options, config.push_retry).await?,
+    };
+    let signing = config.card_signing.for_agent(&config.public_url);
+    let deliverer = Deliverer::new(config.webhook_allow.clone(), config.push_timeout)?;
+    let deliverer = Arc::new(deliverer.with_signer(signing.webhook_signer(&config.public_url)));
+    let abilities = ServerAbilities { streaming: true, push_notifications: true, grpc_address: config.grpc_address };
+    let mut card = CardService::new(
+        config.card,
+        config.extended_card,
+        &config.public_url,
+        abilities,
+        config.auth.as_ref(),
+        clock.now(),
+    );
+    card.sign(&signing)
+        .await
+        .map_err(|e| a2a_protocol::error::A2aError::internal(format!("signing the agent card: {e}")))?;
+    let hub = a2a_edge::publisher::EdgePublisher::wrap(Arc::new(MemoryHub::default()), config.edge)?;
+    let ports = EnginePorts {
+        store: wiring.store,
+        push_configs: wiring.push_configs,
+        queue: wiring.queue,
+        push_queue: Some(wiring.push_queue),
+        hub,
+        clock,
+        auth: config.auth,
+        webhooks: Arc::new(DnsPolicy { allow: config.webhook_allow }),
+    };
+    let engine = Arc::new(Engine::new(ports, card, config.engine));
+    let runner = Arc::new(Runner::new(engine.clone(), config.executor));
+    let push = (wiring.consumers)(runner.clone(), deliverer);
+    let service = Arc::new(Service::new(engine.clone(), config.limits));
+    Ok(Embedded {
+        service,
+        engine,
+        runner,
+        push,
+        #[cfg(feature = "aws")]
+        dynamo: wiring.dynamo,
+    })
+}

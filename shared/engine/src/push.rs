@@ -1,0 +1,276 @@
+//! Webhook delivery (feature `push`): an HTTP client whose DNS resolver drops forbidden addresses,
+//! so the address checked is the address connected to (no DNS rebinding), no redirects, a timeout;
+//! and the embedded push worker that delivers each webhook's events in order, retrying with
+//! backoff and keeping the jobs that exhaust their attempts in a dead-letter list.
+
+use std::collections::{HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use tokio::sync::mpsc;
+
+use crate::ports::PushJob;
+use crate::ssrf::{check_ip, check_literal, AllowList, WebhookHost};
+use crate::webhook::{notification, RetryPolicy, WebhookPolicy};
+use a2a_protocol::error::{A2aError, Result};
+use a2a_signing::webhook::{Notification, WebhookSigner, SIGNATURE_HEADER};
+
+/// How one attempt went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Delivered(u16),
+    /// Worth retrying: a non-2xx answer, a timeout, a connection failure.
+    Failed(String),
+    /// Never deliverable: the URL is malformed or points where webhooks may not go.
+    Refused(String),
+}
+
+struct GuardedResolver {
+    allow: AllowList,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let allow = self.allow.clone();
+        let host = name.as_str().to_string();
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let allowed: Vec<SocketAddr> = addrs.into_iter().filter(|a| check_ip(a.ip(), &allow).is_ok()).collect();
+            if allowed.is_empty() {
+                let err: Box<dyn std::error::Error + Send + Sync> =
+                    format!("{host} resolves only to forbidden addresses").into();
+                return Err(err);
+            }
+            Ok(Box::new(allowed.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// Sends notifications.
+pub struct Deliverer {
+    client: reqwest::Client,
+    allow: AllowList,
+    /// Signs each notification (`A2A-Notification-Signature`), when the agent has keys.
+    signer: Option<WebhookSigner>,
+}
+
+impl Deliverer {
+    pub fn new(allow: AllowList, timeout: Duration) -> Result<Self> {
+        let client = reqwest::Client::builder()
+            .dns_resolver(Arc::new(GuardedResolver { allow: allow.clone() }))
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .user_agent(concat!("a2a-serverless/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| A2aError::internal(format!("webhook client: {e}")))?;
+        Ok(Self { client, allow, signer: None })
+    }
+
+    /// Signs every notification with `signer` (see [`a2a_signing::webhook`]).
+    pub fn with_signer(mut self, signer: Option<WebhookSigner>) -> Self {
+        self.signer = signer;
+        self
+    }
+
+    pub async fn deliver(&self, job: &PushJob) -> Outcome {
+        // The URL as the client will read it; an address host never reaches the resolver, so it is
+        // judged here (a name is judged by the resolver, address by address).
+        let target = match check_literal(&job.config.url, &self.allow) {
+            Ok(t) => t,
+            Err(e) => return Outcome::Refused(e.message),
+        };
+        let host = match &target.host {
+            WebhookHost::Ip(ip) => ip.to_string(),
+            WebhookHost::Name(name) => name.clone(),
+        };
+        let (body, headers) = notification(job);
+        let signature = match &self.signer {
+            Some(signer) => {
+                let n = Notification {
+                    url: &job.config.url,
+                    task_id: &job.config.task_id,
+                    config_id: &job.config.id,
+                    seq: job.event.seq,
+                    body: &body,
+                };
+                match signer.token(n, chrono::Utc::now().timestamp()).await {
+                    Ok(token) => Some(token),
+                    Err(e) => return Outcome::Failed(format!("signing the notification: {e}")),
+                }
+            }
+            None => None,
+        };
+        let mut request = self.client.post(target.url).body(body);
+        for (name, value) in headers {
+            request = request.header(name, value);
+        }
+        if let Some(token) = signature {
+            request = request.header(SIGNATURE_HEADER, token);
+        }
+        match request.send().await {
+            Ok(resp) if resp.status().is_success() => Outcome::Delivered(resp.status().as_u16()),
+            Ok(resp) => Outcome::Failed(format!("webhook answered {}", resp.status())),
+            Err(e) if format!("{e:?}").contains("forbidden addresses") => {
+                Outcome::Refused(format!("webhook {host} resolves only to forbidden addresses"))
+            }
+            Err(e) if e.is_timeout() => Outcome::Failed("webhook timed out".into()),
+            Err(e) => Outcome::Failed(format!("webhook unreachable: {e}")),
+        }
+    }
+}
+
+/// How long registration waits for a webhook host's name to resolve.
+pub const RESOLVE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The registration-time check with name resolution: every address the name resolves to must be
+/// allowed, and a name that does not resolve (within [`RESOLVE_TIMEOUT`]) is refused, unless the
+/// allow-list trusts the name. Delivery resolves and checks again, so a name that changes its answers
+/// later, or a trusted one, gains nothing.
+#[derive(Debug, Clone, Default)]
+pub struct DnsPolicy {
+    pub allow: AllowList,
+}
+
+#[async_trait]
+impl WebhookPolicy for DnsPolicy {
+    async fn check(&self, url: &str) -> Result<()> {
+        let target = check_literal(url, &self.allow)?;
+        let WebhookHost::Name(host) = &target.host else {
+            return Ok(());
+        };
+        if self.allow.trusts_name(host) {
+            return Ok(());
+        }
+        let refuse = |why: String| A2aError::invalid_field("url", format!("webhook host {host} {why}"));
+        let lookup = tokio::net::lookup_host((host.as_str(), target.port));
+        let addrs: Vec<SocketAddr> = match tokio::time::timeout(RESOLVE_TIMEOUT, lookup).await {
+            Ok(Ok(addrs)) => addrs.collect(),
+            Ok(Err(e)) => return Err(refuse(format!("does not resolve ({e})"))),
+            Err(_) => return Err(refuse(format!("did not resolve within {} s", RESOLVE_TIMEOUT.as_secs()))),
+        };
+        if addrs.is_empty() {
+            return Err(refuse("resolves to no address".into()));
+        }
+        for addr in addrs {
+            check_ip(addr.ip(), &self.allow)?;
+        }
+        Ok(())
+    }
+}
+
+/// The embedded push worker: one ordered lane per (task, webhook); a failing notification is
+/// retried in its lane (so later events wait for it) until the policy gives up.
+pub struct PushWorker {
+    deliverer: Arc<Deliverer>,
+    retry: RetryPolicy,
+    lanes: Mutex<HashMap<String, mpsc::UnboundedSender<PushJob>>>,
+    dead: Mutex<VecDeque<(PushJob, String)>>,
+}
+
+const DEAD_LETTERS_KEPT: usize = 1000;
+const LANE_IDLE: Duration = Duration::from_secs(30);
+
+impl PushWorker {
+    pub fn new(deliverer: Arc<Deliverer>, retry: RetryPolicy) -> Arc<Self> {
+        Arc::new(Self { deliverer, retry, lanes: Mutex::new(HashMap::new()), dead: Mutex::new(VecDeque::new()) })
+    }
+
+    /// Jobs that exhausted their attempts (most recent last), with the last failure.
+    pub fn dead_letters(&self) -> Vec<(PushJob, String)> {
+        self.dead.lock().iter().cloned().collect()
+    }
+
+    /// Consumes the in-process push queue.
+    pub fn spawn(self: Arc<Self>, mut jobs: mpsc::UnboundedReceiver<PushJob>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            while let Some(job) = jobs.recv().await {
+                self.dispatch(job);
+            }
+        })
+    }
+
+    fn dispatch(self: &Arc<Self>, job: PushJob) {
+        let key = format!("{}\u{0}{}", job.config.task_id, job.config.id);
+        let mut lanes = self.lanes.lock();
+        let job = match lanes.get(&key) {
+            Some(tx) => match tx.send(job) {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(job)) => job,
+            },
+            None => job,
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let _ = tx.send(job);
+        lanes.insert(key.clone(), tx);
+        let worker = self.clone();
+        tokio::spawn(async move { worker.lane(key, rx).await });
+    }
+
+    async fn lane(self: Arc<Self>, key: String, mut rx: mpsc::UnboundedReceiver<PushJob>) {
+        loop {
+            let job = match tokio::time::timeout(LANE_IDLE, rx.recv()).await {
+                Ok(Some(job)) => job,
+                Ok(None) => return,
+                Err(_) => {
+                    // Idle: retire the lane, unless a job arrived while we looked (senders hold the lock).
+                    let mut lanes = self.lanes.lock();
+                    if rx.is_empty() {
+                        lanes.remove(&key);
+                        return;
+                    }
+                    continue;
+                }
+            };
+            self.deliver_with_retries(job).await;
+        }
+    }
+
+    async fn deliver_with_retries(&self, mut job: PushJob) {
+        loop {
+            let outcome = self.deliverer.deliver(&job).await;
+            let task_id = job.config.task_id.as_str();
+            let config_id = job.config.id.as_str();
+            match outcome {
+                Outcome::Delivered(status) => {
+                    tracing::debug!(
+                        task_id,
+                        config_id,
+                        seq = job.event.seq,
+                        status,
+                        attempt = job.attempt,
+                        "push delivered"
+                    );
+                    return;
+                }
+                Outcome::Refused(why) => {
+                    tracing::warn!(task_id, config_id, seq = job.event.seq, %why, "push refused");
+                    self.bury(job, why);
+                    return;
+                }
+                Outcome::Failed(why) if self.retry.gives_up_after(job.attempt) => {
+                    tracing::error!(task_id, config_id, seq = job.event.seq, attempts = job.attempt, %why, "push dead-lettered");
+                    self.bury(job, why);
+                    return;
+                }
+                Outcome::Failed(why) => {
+                    let delay = self.retry.delay(job.attempt, rand::random::<f64>());
+                    tracing::info!(task_id, config_id, seq = job.event.seq, attempt = job.attempt, ?delay, %why, "push failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    job.attempt += 1;
+                }
+            }
+        }
+    }
+
+    fn bury(&self, job: PushJob, why: String) {
+        let mut dead = self.dead.lock();
+        if dead.len() == DEAD_LETTERS_KEPT {
+            dead.pop_front();
+        }
+        dead.push_back((job, why));
+    }
+}

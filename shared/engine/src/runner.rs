@@ -1,0 +1,162 @@
+//! The task runner: takes jobs from the work queue, runs the user's executor with a cancellation
+//! signal and an event sink, and makes sure every run ends in a recorded state (a run that returns
+//! without one completes; a failing or panicking run fails; a cancelled run is canceled).
+
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+
+use futures::FutureExt;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::Principal;
+use crate::engine::{AgentEvent, Engine};
+use crate::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
+use crate::ports::Job;
+use a2a_protocol::error::Result;
+use a2a_protocol::types::{Message, TaskState};
+
+/// Which run of a turn a job asks for.
+struct Run {
+    turn: u64,
+    attempt: u32,
+    extensions: Vec<String>,
+}
+
+pub struct Runner {
+    engine: Arc<Engine>,
+    executor: Arc<dyn AgentExecutor>,
+    running: Mutex<HashMap<String, CancellationToken>>,
+}
+
+impl Runner {
+    pub fn new(engine: Arc<Engine>, executor: Arc<dyn AgentExecutor>) -> Self {
+        Self { engine, executor, running: Mutex::new(HashMap::new()) }
+    }
+
+    /// Handles one job to the end. Redelivered or stale jobs are no-ops.
+    pub async fn handle(&self, job: Job) -> Result<()> {
+        self.handle_attempt(job, 1).await
+    }
+
+    /// Handles a job delivered for the `attempt`-th time (a queue's receive count). A task found
+    /// WORKING on a later attempt was being run by a runner that crashed: it ends FAILED rather than
+    /// staying WORKING forever (its agent may have had side effects, so it is not run again).
+    pub async fn handle_attempt(&self, job: Job, attempt: u32) -> Result<()> {
+        match job {
+            Job::Execute { task_id, message_id, turn, extensions } => {
+                self.execute(&task_id, &message_id, Run { turn, attempt, extensions }).await
+            }
+            Job::Cancel { task_id } => {
+                if let Some(token) = self.running.lock().get(&task_id) {
+                    token.cancel();
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// True while an executor runs `task_id` in this process.
+    pub fn is_running(&self, task_id: &str) -> bool {
+        self.running.lock().contains_key(task_id)
+    }
+
+    async fn execute(&self, task_id: &str, message_id: &str, run: Run) -> Result<()> {
+        let attempt = run.attempt;
+        let Some(rec) = self.engine.store.load(task_id).await? else {
+            tracing::warn!(task_id, "execute job for an unknown task dropped");
+            return Ok(());
+        };
+        if attempt > 1 && rec.state() == TaskState::Working && !self.is_running(task_id) {
+            tracing::error!(task_id, attempt, "the previous run of this task was interrupted; the task fails");
+            return self.close_turn(task_id, TaskState::Failed, Some("the agent's run was interrupted".into())).await;
+        }
+        // Only a task waiting for its turn to run is picked up, which makes redelivery harmless.
+        if rec.state() != TaskState::Submitted {
+            tracing::debug!(task_id, state = %rec.state(), "execute job for a task that is not SUBMITTED ignored");
+            return Ok(());
+        }
+        let Some(message) = rec.task.history.iter().rev().find(|m| m.message_id == message_id).cloned() else {
+            tracing::warn!(task_id, message_id, "execute job for a message the task does not hold dropped");
+            return Ok(());
+        };
+        if rec.cancel_requested {
+            // Canceled before it ever ran: do not start the agent at all.
+            return self.close_turn(task_id, TaskState::Canceled, None).await;
+        }
+        let cancel = CancellationToken::new();
+        self.running.lock().insert(task_id.to_string(), cancel.clone());
+        let ctx = RequestContext {
+            task_id: task_id.to_string(),
+            context_id: rec.task.context_id.clone(),
+            is_new_task: rec.task.history.len() <= 1,
+            message,
+            task: rec.task,
+            principal: Principal::owner(&rec.owner),
+            cancel: cancel.clone(),
+            extensions: run.extensions,
+            run_id: format!("{task_id}/{}", run.turn),
+            attempt: run.attempt,
+        };
+        let sink = EventSink::new(self.engine.recorder.clone(), task_id.to_string());
+        let outcome = AssertUnwindSafe(self.executor.execute(ctx, sink.clone())).catch_unwind().await;
+        self.running.lock().remove(task_id);
+        // The usual ending: the agent itself ended the turn and nobody cancelled. Nothing to add.
+        if matches!(outcome, Ok(Ok(())))
+            && !cancel.is_cancelled()
+            && sink.last_state().is_some_and(TaskState::ends_turn)
+        {
+            return Ok(());
+        }
+
+        let closing = match outcome {
+            Ok(Ok(())) if cancel.is_cancelled() => Some((TaskState::Canceled, None)),
+            Ok(Ok(())) => Some((TaskState::Completed, None)),
+            Ok(Err(AgentError::Rejected(why))) => Some((TaskState::Rejected, Some(why))),
+            Ok(Err(AgentError::Failed(why))) => Some((TaskState::Failed, Some(why))),
+            Err(_) => {
+                tracing::error!(task_id, "the agent panicked; task failed");
+                Some((TaskState::Failed, Some("the agent crashed".to_string())))
+            }
+        };
+        if let Some((state, why)) = closing {
+            self.close_turn(task_id, state, why).await?;
+        }
+        Ok(())
+    }
+
+    /// Records `state` unless the executor already ended the turn itself.
+    async fn close_turn(&self, task_id: &str, state: TaskState, why: Option<String>) -> Result<()> {
+        let Some(rec) = self.engine.store.load(task_id).await? else {
+            return Ok(());
+        };
+        let current = rec.state();
+        let cancelled_mid_turn = state == TaskState::Canceled && !current.is_terminal();
+        if current.ends_turn() && !cancelled_mid_turn {
+            return Ok(());
+        }
+        let message = why.map(Message::agent_text);
+        match self.engine.recorder.record(task_id, vec![AgentEvent::Status { state, message }]).await {
+            Ok(_) => Ok(()),
+            // Someone else (CancelTask's fallback) ended the task first: nothing left to do.
+            Err(e) if e.kind == a2a_protocol::error::ErrorKind::UnsupportedOperation => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Consumes the in-process work queue, one spawned run per job.
+    #[cfg(feature = "runtime")]
+    pub fn spawn(self: Arc<Self>, mut jobs: tokio::sync::mpsc::UnboundedReceiver<Job>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            while let Some(job) = jobs.recv().await {
+                let runner = self.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = runner.handle(job).await {
+                        tracing::error!(error = %e, "task run failed");
+                    }
+                });
+            }
+        })
+    }
+}

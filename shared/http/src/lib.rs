@@ -1,0 +1,17 @@
+//! A2A over HTTP: the JSON-RPC binding ([`jsonrpc`]) and the HTTP+JSON bindings, 1.0 ([`rest`]) and
+//! 0.3 ([`rest03`]), behind one [`service::Service`] that the embedded server, the Lambda functions
+//! and the tests all call; how results and errors become responses ([`response`]); the budgets of
+//! bytes in flight ([`inflight`]); and (feature `server`) the embedded hyper server with the limits
+//! a public endpoint needs ([`server`]).
+
+pub mod inflight;
+pub mod jsonrpc;
+pub mod response;
+pub mod rest;
+pub mod rest03;
+pub mod rest_input;
+#[cfg(feature = "server")]
+pub mod server;
+pub mod service;
+
+pub use service::{binding_of, Binding, Limits, Service};

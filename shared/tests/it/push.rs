@@ -1,0 +1,151 @@
+//! Push notifications end to end: the embedded agent delivers a task's events to a webhook receiver
+//! on 127.0.0.1 (allow-listed), in order, with the config's headers; a failing receiver gets
+//! retries with growing delays; one that always fails ends in the dead-letter list.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use a2a::embedded::{start, Embedded, EmbeddedConfig};
+use a2a::executor::ConformanceAgent;
+use a2a::ssrf::AllowList;
+use a2a::webhook::RetryPolicy;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use parking_lot::Mutex;
+use serde_json::{json, Value};
+
+#[derive(Clone, Debug)]
+struct Hit {
+    at: Instant,
+    headers: http::HeaderMap,
+    body: Value,
+}
+
+/// A webhook receiver: answers the statuses of `script` in turn (then 200), records every hit.
+async fn receiver(script: Vec<u16>) -> (String, Arc<Mutex<Vec<Hit>>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/webhook", listener.local_addr().unwrap());
+    let hits = Arc::new(Mutex::new(Vec::<Hit>::new()));
+    let script = Arc::new(Mutex::new(script.into_iter()));
+    let (h, s) = (hits.clone(), script.clone());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (h, s) = (h.clone(), s.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                    let (h, s) = (h.clone(), s.clone());
+                    async move {
+                        let (parts, body) = req.into_parts();
+                        let body = body.collect().await.unwrap().to_bytes();
+                        h.lock().push(Hit {
+                            at: Instant::now(),
+                            headers: parts.headers,
+                            body: serde_json::from_slice(&body).unwrap(),
+                        });
+                        let status = s.lock().next().unwrap_or(200);
+                        Ok::<_, Infallible>(
+                            hyper::Response::builder().status(status).body(Full::new(Bytes::new())).unwrap(),
+                        )
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    (url, hits)
+}
+
+async fn agent(max_attempts: u32) -> Embedded {
+    let mut conformance = ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock));
+    conformance.long_task = Duration::from_millis(300);
+    start(EmbeddedConfig {
+        memory: a2a::adapters::memory::MemoryLimits { max_tasks: 1000, ..Default::default() },
+        webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
+        push_retry: RetryPolicy { max_attempts, base: Duration::from_millis(100), max_delay: Duration::from_secs(2) },
+        push_timeout: Duration::from_secs(2),
+        ..EmbeddedConfig::new("http://agent.test", Arc::new(conformance))
+    })
+    .await
+    .unwrap()
+}
+
+async fn send_with_webhook(a: &Embedded, message_id: &str, url: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {
+        "message": {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": "hi"}]},
+        "configuration": {"taskPushNotificationConfig": {"url": url, "token": "tok-123",
+            "authentication": {"scheme": "Bearer", "credentials": "s3cret"}}}}});
+    let req = http::Request::post("/")
+        .header("content-type", "application/json")
+        .header("A2A-Version", "1.0")
+        .body(Bytes::from(body.to_string()))
+        .unwrap();
+    let resp = a.service.handle(req).await;
+    serde_json::from_slice(&resp.into_body().bytes()).unwrap()
+}
+
+async fn wait_for(hits: &Mutex<Vec<Hit>>, n: usize) -> Vec<Hit> {
+    for _ in 0..200 {
+        if hits.lock().len() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    hits.lock().clone()
+}
+
+#[tokio::test]
+async fn events_arrive_in_order_with_the_configured_headers() {
+    let (url, hits) = receiver(vec![]).await;
+    let a = agent(3).await;
+    let v = send_with_webhook(&a, "tck-stream-001", &url).await;
+    assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
+    let hits = wait_for(&hits, 3).await;
+    let kinds: Vec<String> = hits.iter().map(|h| h.body.as_object().unwrap().keys().next().unwrap().clone()).collect();
+    assert_eq!(kinds, ["statusUpdate", "artifactUpdate", "statusUpdate"]);
+    assert_eq!(hits[2].body["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
+    for h in &hits {
+        assert_eq!(h.headers["authorization"], "Bearer s3cret");
+        assert_eq!(h.headers["a2a-notification-token"], "tok-123");
+        assert_eq!(h.headers["content-type"], "application/json");
+    }
+    let ids: Vec<&str> = hits.iter().map(|h| h.headers["a2a-event-id"].to_str().unwrap()).collect();
+    assert_eq!(ids, ["1", "2", "3"]);
+}
+
+#[tokio::test]
+async fn failures_are_retried_with_growing_delays_in_order() {
+    let (url, hits) = receiver(vec![500, 500, 500]).await;
+    let a = agent(6).await;
+    send_with_webhook(&a, "tck-stream-002", &url).await;
+    let hits = wait_for(&hits, 4).await;
+    assert_eq!(hits.len(), 4, "three failures, then the delivery");
+    assert!(hits.iter().all(|h| h.body["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"));
+    let gaps: Vec<Duration> = hits.windows(2).map(|w| w[1].at - w[0].at).collect();
+    assert!(gaps[0] >= Duration::from_millis(50), "{gaps:?}");
+    assert!(gaps[2] >= Duration::from_millis(200), "backoff grows: {gaps:?}");
+    assert!(a.push.as_ref().unwrap().dead_letters().is_empty());
+}
+
+#[tokio::test]
+async fn a_webhook_that_always_fails_is_dead_lettered() {
+    let (url, hits) = receiver(vec![503; 100]).await;
+    let a = agent(3).await;
+    send_with_webhook(&a, "tck-stream-002", &url).await;
+    let worker = a.push.clone().unwrap();
+    for _ in 0..100 {
+        if !worker.dead_letters().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let dead = worker.dead_letters();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].0.attempt, 3);
+    assert!(dead[0].1.contains("503"), "{}", dead[0].1);
+    assert_eq!(hits.lock().len(), 3);
+}
