@@ -501,7 +501,55 @@ pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
+
+    /// Per table (`global`, `a2a card`, ...), each flag's (environment variable, default).
+    type Tables = BTreeMap<String, BTreeMap<String, (Option<String>, Option<String>)>>;
+
+    /// docs/configuration.md has a table per command with every flag of the command line, its
+    /// variable and default exactly as clap defines them (global flags under `global`).
+    #[test]
+    fn the_configuration_page_lists_every_flag_as_defined() {
+        use clap::CommandFactory;
+        let page = include_str!("../../docs/configuration.md");
+        let section = page.split("\n## a2a (the command line)\n").nth(1).and_then(|s| s.split("\n## ").next()).unwrap();
+        let mut documented = Tables::new();
+        for table in section.split("\n### ").skip(1) {
+            let (name, rows) = table.split_once('\n').unwrap();
+            for row in rows.lines().filter(|l| l.starts_with("| `--")) {
+                let cells: Vec<&str> = row.split(" | ").map(|c| c.trim_matches(|c| c == '|' || c == ' ')).collect();
+                let value = |c: &str| (c != "—").then(|| c.trim_matches('`').to_string());
+                let flags = documented.entry(name.trim().to_string()).or_default();
+                flags.insert(cells[0].trim_matches('`').to_string(), (value(cells[1]), value(cells[2])));
+            }
+        }
+        let mut defined = Tables::new();
+        let mut command = Cli::command();
+        command.build(); // switches get their `false` default here
+        collect(&command, "a2a", &mut defined);
+        assert_eq!(documented, defined, "docs/configuration.md (left) against the flags (right)");
+    }
+
+    fn collect(command: &clap::Command, path: &str, tables: &mut Tables) {
+        for arg in command.get_arguments() {
+            let Some(long) = arg.get_long().filter(|l| !matches!(*l, "help" | "version")) else { continue };
+            // Global flags are listed once, under `global`, not under every command they reach.
+            if arg.is_global_set() && path != "a2a" {
+                continue;
+            }
+            let table = if arg.is_global_set() { "global".to_string() } else { path.to_string() };
+            let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+            let defaults: Vec<String> =
+                arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+            let default = Some(defaults.join(",")).filter(|d| !d.is_empty());
+            tables.entry(table).or_default().insert(format!("--{long}"), (env, default));
+        }
+        for sub in command.get_subcommands() {
+            collect(sub, &format!("{path} {}", sub.get_name()), tables);
+        }
+    }
 
     #[test]
     fn sizes_read_with_units() {

@@ -47,7 +47,7 @@ pub use a2a_engine::{auth, dispatch, engine, ops, page_token, ports, runner, ssr
 
 #[cfg(feature = "server")]
 pub use a2a_http::server;
-pub use a2a_http::{inflight, jsonrpc, response, rest, rest03, rest_input, service};
+pub use a2a_http::{inflight, jsonrpc, response, rest, rest03, rest_input, router, service};
 
 pub use a2a_edge as edge;
 
@@ -82,6 +82,7 @@ pub mod card {
 pub mod http {
     //! The HTTP front (`a2a-http`): one base URL serving the card, JSON-RPC and HTTP+JSON.
     pub use a2a_http::response::{jsonrpc_error_response, rest_error, Body, HttpResponse};
+    pub use a2a_http::router::*;
     pub use a2a_http::service::*;
 }
 
@@ -111,3 +112,17 @@ pub mod prelude {
     pub use a2a_protocol::types::{Artifact, Message, Part, PartContent, Role, Task, TaskState};
     pub use async_trait::async_trait;
 }
+
+// The Rust blocks of the README and of the pages that teach the API compile and run as doc tests,
+// so the documentation cannot drift from the code.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/writing-an-agent.md")]
+struct WritingAnAgentDoctests;
+
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/cli.md")]
+struct CliDoctests;

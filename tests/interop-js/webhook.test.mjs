@@ -1,5 +1,5 @@
-// The README's TypeScript webhook receiver, run as written: the ```ts block of "Signed push
-// notifications" is copied out of README.md into a module (Node 22 strips its types; `jose` is the
+// The documented TypeScript webhook receiver, run as written: the ```ts block of "Signed push
+// notifications" is copied out of docs/signatures.md into a module (Node 22 strips its types; `jose` is the
 // pinned dependency of this directory), with only `agentUrl` defined in front of it. a2a-local signs
 // its notifications (ES256 and EdDSA keys; the first signs); the receiver accepts every POST, with
 // its issuer, audience and body digest, and refuses a changed body, another audience, and another
@@ -19,16 +19,16 @@ const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
 const KEYS = join(ROOT, 'shared', 'tests', 'fixtures', 'signing');
 
-/** The README's TypeScript receiver block (the one that imports jose). */
+/** The documented TypeScript receiver block (the one that imports jose). */
 function readmeReceiver() {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(join(ROOT, 'docs', 'signatures.md'), 'utf8');
   const blocks = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]);
   const receivers = blocks.filter((b) => b.includes('from "jose"') && b.includes('a2a-notification-signature'));
-  assert.equal(receivers.length, 1, 'README.md has one TypeScript webhook receiver');
+  assert.equal(receivers.length, 1, 'docs/signatures.md has one TypeScript webhook receiver');
   return receivers[0];
 }
 
-/** The README's receiver as a module for the agent at `agentUrl`, imported. */
+/** The documented receiver as a module for the agent at `agentUrl`, imported. */
 async function receiverFor(agentUrl) {
   // Beside a node_modules link, so that `import "jose"` resolves to this directory's.
   const dir = mkdtempSync(join(tmpdir(), 'a2a-js-receiver-'));
@@ -72,7 +72,7 @@ after(() => {
   hook?.close();
 });
 
-test("the README's TypeScript receiver verifies a2a-local's signed notifications", async () => {
+test("the documented TypeScript receiver verifies a2a-local's signed notifications", async () => {
   const send = {
     jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {
       message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'signed for TypeScript' }] },

@@ -19,7 +19,7 @@ LEGITIMATE = [
 ]
 
 
-# The one failure the project accepts (README, "The card without a version header"): the card served
+# The one failure the project accepts (docs/protocol.md, "The card without a version header"): the card served
 # without A2A-Version keeps the 0.3 fields 0.3 clients need, which the 1.0 schema refuses. Accepted
 # only while the schema's complaint names exactly these fields and nothing else.
 CARD_03_FIELDS = {"additionalInterfaces", "preferredTransport", "protocolVersion",

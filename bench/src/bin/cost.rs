@@ -1,6 +1,6 @@
 //! Cost per operation of the DynamoDB backend: runs each operation through the engine on the AWS
 //! backend (moto, via AWS_ENDPOINT_URL) and prints the DynamoDB requests and capacity units it
-//! consumed, as a Markdown table (the README's cost table). Run with `scripts/cost`.
+//! consumed, as a Markdown table (the cost table of docs/aws.md). Run with `scripts/cost`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use std::sync::Arc;

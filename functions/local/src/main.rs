@@ -58,7 +58,7 @@ struct Args {
     /// AGENT_IDLE_TIMEOUT configure the calls.
     #[arg(long, env = "AGENT_URL")]
     agent_url: Option<String>,
-    /// An existing A2A agent to run every turn on (the gateway; README "Gateway"); AGENT_A2A_API_KEY,
+    /// An existing A2A agent to run every turn on (the gateway; docs/writing-an-agent.md); AGENT_A2A_API_KEY,
     /// AGENT_A2A_TOKEN or AGENT_A2A_CLIENT_ID/SECRET authenticate to it.
     #[arg(long, env = "AGENT_A2A_URL")]
     agent_a2a: Option<String>,
@@ -169,7 +169,7 @@ struct Args {
     log_format: LogFormat,
 }
 
-/// Authentication: API keys and/or OAuth 2.0 bearer tokens (README "Authentication").
+/// Authentication: API keys and/or OAuth 2.0 bearer tokens (docs/authentication.md).
 #[derive(Debug, clap::Args)]
 struct AuthArgs {
     /// API keys as `principal:key,...`; enables API-key authentication.
@@ -407,4 +407,41 @@ async fn card_signing(
         signers.extend(loaded.map_err(|e| format!("--card-signing-kms: {e}"))?);
     }
     Ok(a2a::signing::CardSigning { signers, jku })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use clap::CommandFactory;
+
+    /// (environment variable, default) of each flag, `None` for none (`—` on the page).
+    type Flags = BTreeMap<String, (Option<String>, Option<String>)>;
+
+    /// docs/configuration.md lists every flag of a2a-local with its variable and default exactly
+    /// as clap defines them: a flag added, renamed or changed without the page fails here.
+    #[test]
+    fn the_configuration_page_lists_every_flag_as_defined() {
+        let page = include_str!("../../../docs/configuration.md");
+        let section = page.split("\n## a2a-local\n").nth(1).and_then(|s| s.split("\n## ").next()).unwrap();
+        let mut documented = Flags::new();
+        for row in section.lines().filter(|l| l.starts_with("| `--")) {
+            let cells: Vec<&str> = row.split(" | ").map(|c| c.trim_matches(|c| c == '|' || c == ' ')).collect();
+            let value = |c: &str| (c != "—").then(|| c.trim_matches('`').to_string());
+            let flag = cells[0].trim_matches('`').to_string();
+            assert!(documented.insert(flag.clone(), (value(cells[1]), value(cells[2]))).is_none(), "{flag} twice");
+        }
+        let mut defined = Flags::new();
+        let mut command = super::Args::command();
+        command.build(); // switches get their `false` default here
+        for arg in command.get_arguments() {
+            let Some(long) = arg.get_long().filter(|l| !matches!(*l, "help" | "version")) else { continue };
+            let env = arg.get_env().map(|e| e.to_string_lossy().into_owned());
+            let defaults: Vec<String> =
+                arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+            let default = Some(defaults.join(",")).filter(|d| !d.is_empty());
+            defined.insert(format!("--{long}"), (env, default));
+        }
+        assert_eq!(documented, defined, "docs/configuration.md (left) against the flags (right)");
+    }
 }

@@ -123,6 +123,38 @@ impl From<A2aError> for SinkError {
 }
 
 /// The agent's side of a task. Implementations must be cheap to share (`Arc`).
+///
+/// An agent that streams its answer as one artifact in chunks (the `agent/` crate's starting
+/// point, which the README and `docs/writing-an-agent.md` show through `a2a::prelude`):
+///
+/// ```
+/// use a2a_engine::executor::{AgentError, AgentExecutor, Chunk, EventSink, RequestContext};
+/// use a2a_protocol::types::{Artifact, Message, Part};
+/// use async_trait::async_trait;
+///
+/// struct Agent;
+///
+/// #[async_trait]
+/// impl AgentExecutor for Agent {
+///     async fn execute(&self, ctx: RequestContext, events: EventSink) -> Result<(), AgentError> {
+///         let text = ctx.message.text();
+///         if text.trim().is_empty() {
+///             events.input_required(Message::agent_text("What should I answer?")).await?;
+///             return Ok(());
+///         }
+///         events.working(None).await?;
+///         // The chunks of one artifact share its id: the first opens it, the last ends it.
+///         let answer = Artifact::new(Vec::new()).with_name("answer");
+///         let words: Vec<&str> = text.split_whitespace().collect();
+///         for (i, word) in words.iter().enumerate() {
+///             let chunk = Artifact { parts: vec![Part::text(format!(" {word}"))], ..answer.clone() };
+///             events.artifact(chunk, Chunk::of(i, words.len())).await?;
+///         }
+///         events.complete(None).await?;
+///         Ok(())
+///     }
+/// }
+/// ```
 #[async_trait]
 pub trait AgentExecutor: Send + Sync + 'static {
     /// Process one turn. Returning `Ok` without a terminal or interrupted state completes the task.

@@ -1,6 +1,6 @@
 //! A2A over HTTP: the JSON-RPC binding ([`jsonrpc`]) and the HTTP+JSON bindings, 1.0 ([`rest`]) and
-//! 0.3 ([`rest03`]), behind one [`service::Service`] that the embedded server, the Lambda functions
-//! and the tests all call; how results and errors become responses ([`response`]); the budgets of
+//! 0.3 ([`rest03`]), behind one [`service::Service`] (routed by [`router`]) that the embedded
+//! server, the Lambda functions and the tests all call; how results and errors become responses ([`response`]); the budgets of
 //! bytes in flight ([`inflight`]); and (feature `server`) the embedded hyper server with the limits
 //! a public endpoint needs ([`server`]).
 
@@ -10,6 +10,7 @@ pub mod response;
 pub mod rest;
 pub mod rest03;
 pub mod rest_input;
+pub mod router;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod service;
