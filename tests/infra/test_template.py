@@ -3,7 +3,7 @@ cargo-lambda, every `google.api.http` route of the A2A proto reaches the functio
 every queue has a dead-letter queue and an event source mapping with partial batch failures and a
 visibility timeout longer than its consumer's, and no IAM statement uses `*`.
 
-The proto is the normative A2A 1.0.1 proto the gRPC binding is built from (shared/proto/a2a.proto)."""
+The proto is the normative A2A 1.0.1 proto the gRPC binding is built from (shared/grpc/proto/a2a.proto)."""
 
 import json
 import re
@@ -45,7 +45,7 @@ def functions():
 
 def proto_routes():
     """(rpc, http method, path) of every google.api.http binding in the proto."""
-    text = (ROOT / "shared" / "proto" / "a2a.proto").read_text()
+    text = (ROOT / "shared" / "grpc" / "proto" / "a2a.proto").read_text()
     routes = []
     for m in re.finditer(r"rpc (\w+)\(.*?\{(.*?)\n  \}", text, re.S):
         rpc, body = m.group(1), m.group(2)
