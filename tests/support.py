@@ -52,9 +52,10 @@ def webhook_receiver(raw=False):
     return f"http://127.0.0.1:{server.server_address[1]}/hook", received
 
 
-def a2a_local(args, log=None, seconds=30):
+def a2a_local(args, log=None, seconds=30, env=None):
     """Starts $A2A_LOCAL_BIN on a free 127.0.0.1 port with `args` (plus $A2A_LOCAL_ARGS, which
-    picks the backend); returns (base URL, process). The caller terminates it."""
+    picks the backend) and `env` added to the environment; returns (base URL, process). The caller
+    terminates it."""
     import os
     import subprocess
 
@@ -68,6 +69,7 @@ def a2a_local(args, log=None, seconds=30):
         [binary, "--addr", f"127.0.0.1:{port}", *args, *extra],
         stdout=log or subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
+        env={**os.environ, **(env or {})},
     )
     wait_ready(f"{base}/.well-known/agent-card.json", [proc], "a2a-local", seconds)
     return base, proc

@@ -18,6 +18,7 @@
 //! | `a2a-aws` | DynamoDB, SQS, KMS, SigV4, the Lambda glue |
 //! | `a2a-edge` | the Cloudflare worker's logic and the origin's publisher |
 //! | `a2a-embedded` | one process on the memory or the AWS backend (a2a-local) |
+//! | `a2a-telemetry` | trace context across bindings, queues and calls; the spans; the OpenTelemetry pipeline and correlated logs |
 //!
 //! ```
 //! use a2a::prelude::*;
@@ -50,6 +51,7 @@ pub use a2a_http::server;
 pub use a2a_http::{inflight, jsonrpc, response, rest, rest03, rest_input, router, service};
 
 pub use a2a_edge as edge;
+pub use a2a_telemetry as telemetry;
 
 #[cfg(feature = "lambda")]
 pub use a2a_aws::lambda;

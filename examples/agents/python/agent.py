@@ -36,6 +36,8 @@ class Handler(BaseHTTPRequestHandler):
             cancelled.add(request["run"]["id"])
             print(f"cancel requested {request['run']['id']}", flush=True)
             return self.send_response(204) or self.end_headers()
+        # The host's trace context: spans this agent opens under it join the task's trace.
+        print(f"run {request['run']['id']} traceparent {self.headers.get('traceparent')}", flush=True)
         self.send_response(200)
         self.send_header("Content-Type", "application/x-ndjson")
         self.end_headers()

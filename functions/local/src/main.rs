@@ -16,6 +16,7 @@ use a2a::executor::AgentChoice;
 use a2a::http::Limits;
 use a2a::server::{Server, ServerLimits};
 use a2a::ssrf::AllowList;
+use a2a::telemetry::{self, LogTarget, OtelSettings, Settings, Telemetry};
 use a2a::webhook::RetryPolicy;
 use clap::{Parser, ValueEnum};
 
@@ -167,6 +168,40 @@ struct Args {
     grpc_max_streams: u32,
     #[arg(long, env = "A2A_LOG_FORMAT", value_enum, default_value = "human")]
     log_format: LogFormat,
+    #[command(flatten)]
+    otel: OtelArgs,
+}
+
+/// Traces (docs/observability.md): off unless a collector is named. The standard `OTEL_*`
+/// variables also apply (`OTEL_TRACES_SAMPLER`, `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_SDK_DISABLED`, ...).
+#[derive(Debug, clap::Args)]
+struct OtelArgs {
+    /// OTLP collector base URL; traces are exported when set (`/v1/traces` is appended over HTTP).
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_ENDPOINT")]
+    otlp_endpoint: Option<String>,
+    /// OTLP protocol: `http/protobuf` (the default) or `grpc`.
+    #[arg(long, env = "OTEL_EXPORTER_OTLP_PROTOCOL")]
+    otlp_protocol: Option<String>,
+    /// The service name spans are exported under (default `a2a-local`).
+    #[arg(long, env = "OTEL_SERVICE_NAME")]
+    service_name: Option<String>,
+    /// Share of new traces kept, 0 to 1 (a caller's sampled flag is followed); default: every trace,
+    /// or what `OTEL_TRACES_SAMPLER` says.
+    #[arg(long)]
+    trace_sample_ratio: Option<f64>,
+}
+
+impl OtelArgs {
+    fn settings(&self) -> OtelSettings {
+        // An empty flag or variable counts as unset (OTel's rule).
+        let given = |v: &Option<String>| v.clone().filter(|v| !v.trim().is_empty());
+        let mut otel = OtelSettings::from_env();
+        otel.endpoint = given(&self.otlp_endpoint);
+        otel.protocol = given(&self.otlp_protocol).or(otel.protocol);
+        otel.service_name = given(&self.service_name).or(otel.service_name);
+        otel.sample_ratio = self.trace_sample_ratio;
+        otel
+    }
 }
 
 /// Authentication: API keys and/or OAuth 2.0 bearer tokens (docs/authentication.md).
@@ -236,11 +271,23 @@ impl AuthArgs {
 
 fn main() -> Result<(), String> {
     let args = Args::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    match args.log_format {
-        LogFormat::Human => tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init(),
-        LogFormat::Json => tracing_subscriber::fmt().json().with_env_filter(filter).with_writer(std::io::stderr).init(),
-    }
+    let telemetry = Telemetry::init(Settings {
+        format: match args.log_format {
+            LogFormat::Human => telemetry::LogFormat::Human,
+            LogFormat::Json => telemetry::LogFormat::Json,
+        },
+        target: LogTarget::Stderr,
+        timestamps: true,
+        service: "a2a-local".into(),
+        otel: args.otel.settings(),
+    })?;
+    let served = serve(args);
+    // Spans still buffered leave before the process does.
+    telemetry.shutdown();
+    served
+}
+
+fn serve(args: Args) -> Result<(), String> {
     let read = |p: &PathBuf| read_card_file(&p.to_string_lossy()).map_err(|e| e.message);
     let card = match &args.card {
         Some(path) => read(path)?,

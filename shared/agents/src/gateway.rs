@@ -246,8 +246,13 @@ impl AgentExecutor for GatewayAgent {
                 },
             }
         };
+        let span = a2a_telemetry::spans::client(a2a_telemetry::spans::Callee::A2aAgent, "POST", &self.config.url);
+        let run = tracing::Instrument::instrument(run, span.clone());
         let outcome = tokio::select! {
-            outcome = run => Some(outcome),
+            outcome = run => {
+                a2a_telemetry::spans::call_outcome(&span, None, outcome.as_ref().err().map(|_| "agent_failed"));
+                Some(outcome)
+            }
             _ = ctx.cancel.cancelled() => None,
         };
         if let Some(outcome) = outcome {

@@ -16,6 +16,7 @@ use async_trait::async_trait;
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
+use tracing::Instrument;
 
 use a2a_protocol::types::bounds::json_shape;
 
@@ -216,7 +217,10 @@ impl HttpAgent {
         for (name, value) in headers {
             request = request.header(name, value);
         }
-        Ok(request)
+        // The agent's own spans join the turn's trace.
+        let mut trace = reqwest::header::HeaderMap::new();
+        a2a_telemetry::context::inject(&mut trace);
+        Ok(request.headers(trace))
     }
 
     /// The SigV4 headers for a Lambda Function URL.
@@ -473,9 +477,15 @@ impl Reader {
 #[async_trait]
 impl AgentExecutor for HttpAgent {
     async fn execute(&self, ctx: RequestContext, events: EventSink) -> Result<(), AgentError> {
+        use a2a_telemetry::spans::{self, Callee};
         let cancel = ctx.cancel.clone();
+        let span = spans::client(Callee::HttpAgent, "POST", &self.config.url);
+        let run = self.run(&ctx, &events).instrument(span.clone());
         tokio::select! {
-            outcome = self.run(&ctx, &events) => outcome,
+            outcome = run => {
+                spans::call_outcome(&span, None, outcome.as_ref().err().map(|_| "agent_failed"));
+                outcome
+            }
             () = cancel.cancelled() => {
                 // The run's connection closes when this future is dropped (here); the agent also
                 // gets a cancel request, for agents that cannot see a closed connection.

@@ -21,11 +21,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use aws_sdk_sqs::operation::send_message::builders::SendMessageFluentBuilder;
+use aws_sdk_sqs::types::{
+    Message, MessageAttributeValue, MessageSystemAttributeName, MessageSystemAttributeNameForSends,
+    MessageSystemAttributeValue,
+};
 use aws_sdk_sqs::Client;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use a2a_engine::ports::{EventRecord, Job, PushConfigStore, PushJob, PushQueue, TaskStore, WorkQueue};
 use a2a_engine::push::{Deliverer, Outcome};
@@ -33,11 +38,50 @@ use a2a_engine::runner::Runner;
 use a2a_engine::webhook::RetryPolicy;
 use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::types::StreamResponse;
+use a2a_telemetry::context::{TRACEPARENT, TRACESTATE};
+use a2a_telemetry::spans::{self, Queue};
+use a2a_telemetry::TraceContext;
+
+/// `messaging.system` of SQS (OpenTelemetry's name).
+pub const SQS: &str = "aws_sqs";
 
 fn sqs_err(what: &str, e: impl std::fmt::Debug) -> A2aError {
     let text = format!("{e:?}");
     tracing::error!(operation = what, error = %text, "SQS request failed");
     A2aError::internal(format!("queue unavailable ({what})"))
+}
+
+/// Sends the current span's trace context with a message: `traceparent` / `tracestate` message
+/// attributes, and X-Ray's `AWSTraceHeader` system attribute (so AWS's service map joins too).
+fn with_trace(send: SendMessageFluentBuilder) -> SendMessageFluentBuilder {
+    let Some(trace) = a2a_telemetry::context::current() else {
+        return send;
+    };
+    let text = |v: &str| MessageAttributeValue::builder().data_type("String").string_value(v).build().ok();
+    let mut send = send;
+    if let Some(v) = text(trace.traceparent()) {
+        send = send.message_attributes(TRACEPARENT, v);
+    }
+    if let Some(v) = trace.tracestate().and_then(text) {
+        send = send.message_attributes(TRACESTATE, v);
+    }
+    let xray = MessageSystemAttributeValue::builder().data_type("String").string_value(trace.to_xray()).build();
+    if let Ok(v) = xray {
+        send = send.message_system_attributes(MessageSystemAttributeNameForSends::AwsTraceHeader, v);
+    }
+    send
+}
+
+/// The trace a received message was sent in: its `traceparent` attribute, else `AWSTraceHeader`.
+pub fn trace_of(m: &Message) -> Option<TraceContext> {
+    let text = |k: &str| m.message_attributes().and_then(|a| a.get(k)).and_then(|v| v.string_value());
+    match text(TRACEPARENT) {
+        Some(parent) => TraceContext::parse(parent, text(TRACESTATE)),
+        None => m
+            .attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeName::AwsTraceHeader))
+            .and_then(|h| TraceContext::from_xray(h)),
+    }
 }
 
 /// A deduplication id: at most 128 characters from a fixed alphabet, so hash the natural key.
@@ -69,15 +113,21 @@ impl WorkQueue for SqsWorkQueue {
             Job::Cancel { task_id } => (format!("cancel-{task_id}"), uuid::Uuid::new_v4().to_string()),
         };
         let body = serde_json::to_string(&job).map_err(|e| A2aError::internal(e.to_string()))?;
-        self.client
-            .send_message()
-            .queue_url(&self.url)
-            .message_body(body)
-            .message_group_id(group)
-            .message_deduplication_id(dedup)
-            .send()
-            .await
-            .map_err(|e| sqs_err("SendMessage", e))?;
+        let span = spans::queue_send(SQS, Queue::Tasks, job.task_id());
+        let send = async {
+            with_trace(self.client.send_message())
+                .queue_url(&self.url)
+                .message_body(body)
+                .message_group_id(group)
+                .message_deduplication_id(dedup)
+                .send()
+                .await
+        };
+        let sent = send.instrument(span.clone()).await.map_err(|e| {
+            spans::failed(&span, "SendMessage");
+            sqs_err("SendMessage", e)
+        })?;
+        spans::message_sent(&span, sent.message_id());
         Ok(())
     }
 }
@@ -112,15 +162,22 @@ impl PushQueue for SqsPushQueue {
         }
         let r = PushRef { task_id: job.config.task_id.clone(), config_id: job.config.id.clone(), seq: job.event.seq };
         let body = serde_json::to_string(&r).map_err(|e| A2aError::internal(e.to_string()))?;
-        self.client
-            .send_message()
-            .queue_url(&self.url)
-            .message_body(body)
-            .message_group_id(format!("{}#{}", r.task_id, r.config_id))
-            .message_deduplication_id(dedup_id(&format!("{}\u{0}{}\u{0}{}", r.task_id, r.config_id, r.seq)))
-            .send()
-            .await
-            .map_err(|e| sqs_err("SendMessage", e))?;
+        let span = spans::queue_send(SQS, Queue::Push, &r.task_id);
+        a2a_telemetry::context::continue_trace(&span, job.trace.as_ref());
+        let send = async {
+            with_trace(self.client.send_message())
+                .queue_url(&self.url)
+                .message_body(body)
+                .message_group_id(format!("{}#{}", r.task_id, r.config_id))
+                .message_deduplication_id(dedup_id(&format!("{}\u{0}{}\u{0}{}", r.task_id, r.config_id, r.seq)))
+                .send()
+                .await
+        };
+        let sent = send.instrument(span.clone()).await.map_err(|e| {
+            spans::failed(&span, "SendMessage");
+            sqs_err("SendMessage", e)
+        })?;
+        spans::message_sent(&span, sent.message_id());
         Ok(())
     }
 }
@@ -169,6 +226,9 @@ async fn receive(client: &Client, url: &str, poll: PollSettings, max: i32) -> Re
         .visibility_timeout(secs(poll.visibility))
         .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
         .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
+        .message_system_attribute_names(MessageSystemAttributeName::AwsTraceHeader)
+        .message_attribute_names(TRACEPARENT)
+        .message_attribute_names(TRACESTATE)
         .send()
         .await
         .map_err(|e| sqs_err("ReceiveMessage", e))?;
@@ -279,7 +339,9 @@ impl WorkPoller {
                 }
             })
         };
-        let result = self.runner.handle_attempt(job, receive_count(&m)).await;
+        let span = spans::queue_process(SQS, Queue::Tasks, job.task_id(), receive_count(&m), trace_of(&m).as_ref());
+        spans::message_sent(&span, m.message_id());
+        let result = self.runner.handle_attempt(job, receive_count(&m)).instrument(span).await;
         heartbeat.cancel();
         let _ = beat.await;
         match result {
@@ -339,6 +401,8 @@ impl PushPoller {
     }
 
     async fn deliver(&self, m: &Message) -> Result<Option<Duration>> {
+        let span = spans::queue_process(SQS, Queue::Push, "", receive_count(m), trace_of(m).as_ref());
+        spans::message_sent(&span, m.message_id());
         attempt_push(
             self.store.as_ref(),
             self.configs.as_ref(),
@@ -347,6 +411,7 @@ impl PushPoller {
             m.body().unwrap_or_default(),
             receive_count(m),
         )
+        .instrument(span)
         .await
     }
 }
@@ -380,7 +445,7 @@ pub async fn attempt_push(
         tracing::warn!(task_id = r.task_id, seq = r.seq, "event gone; notification dropped");
         return Ok(None);
     };
-    let job = PushJob { config, event, attempt };
+    let job = PushJob { config, event, attempt, trace: a2a_telemetry::context::current() };
     match deliverer.deliver(&job).await {
         Outcome::Delivered(status) => {
             tracing::debug!(

@@ -100,6 +100,19 @@ impl Client {
         if let Some(id) = last_event_id {
             metadata.insert("last-event-id", id.into());
         }
+        if let Some(trace) = self.options.trace_context() {
+            let mut headers = http::HeaderMap::new();
+            trace.write_headers(&mut headers);
+            for (name, value) in &headers {
+                if let Ok(value) = MetadataValue::try_from(value.as_bytes()) {
+                    metadata.insert(
+                        MetadataKey::from_bytes(name.as_str().as_bytes())
+                            .map_err(|e| ClientError::Transport(e.to_string()))?,
+                        value,
+                    );
+                }
+            }
+        }
         for (name, value) in self.credentials.headers().await? {
             let key = MetadataKey::from_bytes(name.to_ascii_lowercase().as_bytes())
                 .map_err(|e| ClientError::Credentials(format!("{name}: {e}")))?;

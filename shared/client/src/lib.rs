@@ -71,6 +71,16 @@ pub struct ClientOptions {
     pub resume_attempts: u32,
     /// The tenant to address (default: the chosen interface's).
     pub tenant: Option<String>,
+    /// The trace every call continues (sent as `traceparent`) when the caller is not tracing
+    /// itself: the CLI starts one per command. A tracing host's current span takes precedence.
+    pub trace: Option<a2a_telemetry::TraceContext>,
+}
+
+impl ClientOptions {
+    /// The trace context a call sends.
+    pub(crate) fn trace_context(&self) -> Option<a2a_telemetry::TraceContext> {
+        a2a_telemetry::context::current().or_else(|| self.trace.clone())
+    }
 }
 
 impl Default for ClientOptions {
@@ -83,6 +93,7 @@ impl Default for ClientOptions {
             stream_time: DEFAULT_STREAM_TIME,
             resume_attempts: 5,
             tenant: None,
+            trace: None,
         }
     }
 }

@@ -66,6 +66,9 @@ impl Client {
                 req = req.header("Last-Event-ID", id.to_string());
             }
             let mut request = self.credentials.apply(req).await?.build()?;
+            if let Some(trace) = self.options.trace_context() {
+                trace.write_headers(request.headers_mut());
+            }
             self.credentials.sign(&mut request).await?;
             let resp = tokio::time::timeout(self.options.timeout, self.http.execute(request))
                 .await

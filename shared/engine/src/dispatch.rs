@@ -47,6 +47,29 @@ impl Op {
         }
     }
 
+    /// Names the current request's span after the operation, with the ids the request names.
+    fn trace(&self) {
+        use a2a_telemetry::spans;
+        spans::operation(self.operation().name());
+        let task = match self {
+            Self::SendMessage(r) | Self::SendStreamingMessage(r) => {
+                spans::message(&r.message.message_id);
+                spans::task(&r.message.task_id, &r.message.context_id);
+                return;
+            }
+            Self::GetTask(GetTaskRequest { id, .. })
+            | Self::CancelTask(CancelTaskRequest { id, .. })
+            | Self::SubscribeToTask(SubscribeToTaskRequest { id, .. }) => id,
+            Self::CreatePushConfig(TaskPushNotificationConfig { task_id, .. })
+            | Self::GetPushConfig(GetTaskPushNotificationConfigRequest { task_id, .. })
+            | Self::GetDefaultPushConfig { task_id }
+            | Self::ListPushConfigs(ListTaskPushNotificationConfigsRequest { task_id, .. })
+            | Self::DeletePushConfig(DeleteTaskPushNotificationConfigRequest { task_id, .. }) => task_id,
+            Self::ListTasks(_) | Self::GetExtendedCard => return,
+        };
+        spans::task(task, "");
+    }
+
     /// A 0.3 `get` of a push config, with or without the config id.
     pub fn get_push_config_03(task_id: String, config_id: Option<String>) -> Self {
         match config_id {
@@ -133,6 +156,7 @@ impl serde::Serialize for Output {
 /// Runs `op` for a caller allowed it (the authenticator's per-operation check comes first). A task result comes with the sequence number of the last event it reflects (sent as
 /// the [`a2a_protocol::sse::TASK_SEQ_HEADER`] header, so that an edge hub can continue from there).
 pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<(Output, Option<u64>)> {
+    op.trace();
     engine.auth.authorize(&ctx.principal, op.operation())?;
     let output = match op {
         Op::SendMessage(r) => {

@@ -167,23 +167,47 @@ pub trait AgentExecutor: Send + Sync + 'static {
 pub struct EventSink {
     recorder: Arc<Recorder>,
     task_id: String,
-    /// The state after the last event this sink committed.
-    last_state: Arc<parking_lot::Mutex<Option<TaskState>>>,
+    /// What this sink committed: the state after the last event, and how many events and artifact
+    /// chunks (for the turn's span).
+    committed: Arc<parking_lot::Mutex<Tally>>,
+}
+
+#[derive(Debug, Default)]
+struct Tally {
+    state: Option<TaskState>,
+    events: u64,
+    chunks: u64,
 }
 
 impl EventSink {
     pub(crate) fn new(recorder: Arc<Recorder>, task_id: String) -> Self {
-        Self { recorder, task_id, last_state: Arc::default() }
+        Self { recorder, task_id, committed: Arc::default() }
     }
 
     /// The task's state after the last event committed through this sink (`None` before any).
     pub fn last_state(&self) -> Option<TaskState> {
-        *self.last_state.lock()
+        self.committed.lock().state
+    }
+
+    /// Events and artifact chunks committed through this sink.
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        let t = self.committed.lock();
+        (t.events, t.chunks)
+    }
+
+    /// The runner recorded the turn's ending itself.
+    pub(crate) fn ended(&self, state: TaskState) {
+        self.committed.lock().state = Some(state);
     }
 
     async fn commit(&self, events: Vec<AgentEvent>) -> Result<(), SinkError> {
+        let count = events.len() as u64;
+        let chunks = events.iter().filter(|e| matches!(e, AgentEvent::Artifact { .. })).count() as u64;
         let committed = self.recorder.record(&self.task_id, events).await?;
-        *self.last_state.lock() = Some(committed.state);
+        let mut t = self.committed.lock();
+        t.state = Some(committed.state);
+        t.events += count;
+        t.chunks += chunks;
         Ok(())
     }
 

@@ -199,6 +199,15 @@ pub enum Job {
     Cancel { task_id: String },
 }
 
+impl Job {
+    /// The task the job is about.
+    pub fn task_id(&self) -> &str {
+        match self {
+            Self::Execute { task_id, .. } | Self::Cancel { task_id } => task_id,
+        }
+    }
+}
+
 /// Drives task execution (in-process channel locally, SQS in production).
 #[async_trait]
 pub trait WorkQueue: Send + Sync {
@@ -212,6 +221,8 @@ pub struct PushJob {
     pub event: EventRecord,
     /// 1 for the first try.
     pub attempt: u32,
+    /// The trace the event was recorded in: each delivery attempt continues it.
+    pub trace: Option<a2a_telemetry::TraceContext>,
 }
 
 /// Queues webhook deliveries (with delays for retries).

@@ -11,6 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use parking_lot::Mutex;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::ports::PushJob;
 use crate::ssrf::{check_ip, check_literal, AllowList, WebhookHost};
@@ -76,7 +77,23 @@ impl Deliverer {
         self
     }
 
+    /// One delivery attempt, in a CLIENT span that continues the trace the event was recorded in
+    /// (the receiver gets `traceparent`).
     pub async fn deliver(&self, job: &PushJob) -> Outcome {
+        use a2a_telemetry::spans::{self, Callee};
+        let span = spans::client(Callee::Webhook, "POST", &job.config.url);
+        a2a_telemetry::context::continue_trace(&span, job.trace.as_ref());
+        spans::delivery(&span, &job.config.task_id, &job.config.id, job.attempt);
+        let outcome = self.attempt(job).instrument(span.clone()).await;
+        match &outcome {
+            Outcome::Delivered(status) => spans::call_outcome(&span, Some(*status), None),
+            Outcome::Refused(_) => spans::call_outcome(&span, None, Some("refused")),
+            Outcome::Failed(_) => spans::call_outcome(&span, None, Some("failed")),
+        }
+        outcome
+    }
+
+    async fn attempt(&self, job: &PushJob) -> Outcome {
         // The URL as the client will read it; an address host never reaches the resolver, so it is
         // judged here (a name is judged by the resolver, address by address).
         let target = match check_literal(&job.config.url, &self.allow) {
@@ -111,9 +128,14 @@ impl Deliverer {
         if let Some(token) = signature {
             request = request.header(SIGNATURE_HEADER, token);
         }
-        match request.send().await {
+        let mut trace = http::HeaderMap::new();
+        a2a_telemetry::context::inject(&mut trace);
+        match request.headers(trace).send().await {
             Ok(resp) if resp.status().is_success() => Outcome::Delivered(resp.status().as_u16()),
-            Ok(resp) => Outcome::Failed(format!("webhook answered {}", resp.status())),
+            Ok(resp) => {
+                a2a_telemetry::spans::call_outcome(&tracing::Span::current(), Some(resp.status().as_u16()), None);
+                Outcome::Failed(format!("webhook answered {}", resp.status()))
+            }
             Err(e) if format!("{e:?}").contains("forbidden addresses") => {
                 Outcome::Refused(format!("webhook {host} resolves only to forbidden addresses"))
             }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::auth::Principal;
 use crate::engine::{AgentEvent, Engine};
@@ -16,6 +17,7 @@ use crate::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
 use crate::ports::Job;
 use a2a_protocol::error::Result;
 use a2a_protocol::types::{Message, TaskState};
+use a2a_telemetry::spans;
 
 /// Which run of a turn a job asks for.
 struct Run {
@@ -99,7 +101,26 @@ impl Runner {
             run_id: format!("{task_id}/{}", run.turn),
             attempt: run.attempt,
         };
+        let span = spans::invoke_agent(&self.engine.card.card.name, task_id, &ctx.context_id, &ctx.run_id, attempt);
         let sink = EventSink::new(self.engine.recorder.clone(), task_id.to_string());
+        let result = self.run_turn(task_id, ctx, sink.clone(), cancel).instrument(span.clone()).await;
+        let ended = sink.last_state().map_or("", TaskState::as_str);
+        let failed =
+            result.is_err() || sink.last_state().is_some_and(|s| matches!(s, TaskState::Failed | TaskState::Rejected));
+        let (events, chunks) = sink.counts();
+        spans::turn_ended(&span, ended, failed, events, chunks);
+        span.in_scope(|| tracing::debug!(task_id, state = ended, events, chunks, "turn ended"));
+        result
+    }
+
+    /// Runs the executor, then records the ending the executor did not record itself.
+    async fn run_turn(
+        &self,
+        task_id: &str,
+        ctx: RequestContext,
+        sink: EventSink,
+        cancel: CancellationToken,
+    ) -> Result<()> {
         let outcome = AssertUnwindSafe(self.executor.execute(ctx, sink.clone())).catch_unwind().await;
         self.running.lock().remove(task_id);
         // The usual ending: the agent itself ended the turn and nobody cancelled. Nothing to add.
@@ -122,6 +143,7 @@ impl Runner {
         };
         if let Some((state, why)) = closing {
             self.close_turn(task_id, state, why).await?;
+            sink.ended(state);
         }
         Ok(())
     }
@@ -145,17 +167,27 @@ impl Runner {
         }
     }
 
-    /// Consumes the in-process work queue, one spawned run per job.
+    /// Consumes the in-process work queue, one spawned run per job, each continuing the trace its
+    /// job was sent in.
     #[cfg(feature = "runtime")]
-    pub fn spawn(self: Arc<Self>, mut jobs: tokio::sync::mpsc::UnboundedReceiver<Job>) -> tokio::task::JoinHandle<()> {
+    pub fn spawn(
+        self: Arc<Self>,
+        mut jobs: tokio::sync::mpsc::UnboundedReceiver<crate::memory::Queued>,
+    ) -> tokio::task::JoinHandle<()> {
+        use crate::memory::IN_PROCESS_QUEUE;
         tokio::spawn(async move {
-            while let Some(job) = jobs.recv().await {
+            while let Some(crate::memory::Queued { job, trace }) = jobs.recv().await {
                 let runner = self.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = runner.handle(job).await {
-                        tracing::error!(error = %e, "task run failed");
+                let span =
+                    spans::queue_process(IN_PROCESS_QUEUE, spans::Queue::Tasks, job.task_id(), 1, trace.as_ref());
+                tokio::spawn(
+                    async move {
+                        if let Err(e) = runner.handle(job).await {
+                            tracing::error!(error = %e, "task run failed");
+                        }
                     }
-                });
+                    .instrument(span),
+                );
             }
         })
     }

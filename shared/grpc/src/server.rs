@@ -52,9 +52,12 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for A2aGrpc {
     }
 
     fn call(&mut self, req: http::Request<tonic::body::Body>) -> Self::Future {
+        use a2a_telemetry::spans::{self, Protocol};
         let service = self.service.clone();
         let name = req.uri().path().rsplit('/').next().unwrap_or_default().to_string();
-        Box::pin(async move {
+        let span = spans::server(req.method(), req.uri().path(), req.headers(), Protocol::Grpc);
+        let answered = span.clone();
+        let call = async move {
             let Some(method) = method(&name) else {
                 return Ok(Status::unimplemented(format!("{SERVICE_NAME} has no method {name:?}")).into_http());
             };
@@ -75,6 +78,17 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for A2aGrpc {
                 grpc.unary(Unary(Call { service, method }), req).await
             };
             Ok(too_large_as_resource_exhausted(response, max_body))
+        };
+        Box::pin(async move {
+            let response = tracing::Instrument::instrument(call, span).await;
+            if let Ok(response) = &response {
+                // An error is answered trailers-only (its status in the headers); a success's status
+                // comes in the trailers, after this.
+                let code =
+                    response.headers().get("grpc-status").and_then(|v| v.to_str().ok()?.parse().ok()).unwrap_or(0);
+                spans::grpc_outcome(&answered, code);
+            }
+            response
         })
     }
 }

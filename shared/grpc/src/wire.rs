@@ -169,6 +169,7 @@ const CODES: [(&str, Code); 16] = [
 /// The error as a gRPC status: the code of the error table, an `ErrorInfo` detail.
 pub fn status(err: A2aError) -> Status {
     let spec = err.spec();
+    a2a_telemetry::spans::error(spec.reason);
     let code = CODES.iter().find(|(name, _)| *name == spec.grpc_status).map_or(Code::Internal, |(_, code)| *code);
     if err.kind == ErrorKind::Internal {
         tracing::error!(reason = spec.reason, message = %err.message, "request failed");

@@ -150,8 +150,10 @@ pub(crate) fn internal_response() -> HttpResponse {
     r
 }
 
-/// Logs server-side failures once; client errors are the client's business.
+/// Logs server-side failures once (client errors are the client's business) and names the error on
+/// the request's span.
 pub(crate) fn log_error(err: &A2aError) {
+    a2a_telemetry::spans::error(err.spec().reason);
     if err.spec().http_status >= 500 {
         tracing::error!(reason = err.spec().reason, message = %err.message, "request failed");
     }

@@ -79,6 +79,22 @@ pub fn binding_of(path: &str) -> Binding {
     }
 }
 
+/// The SERVER span of one HTTP request (every front opens it first: the hyper server, Lambda),
+/// continuing the caller's trace. See [`a2a_telemetry::spans::server`].
+pub fn request_span(method: &http::Method, path: &str, headers: &http::HeaderMap) -> tracing::Span {
+    use a2a_telemetry::spans::{server, Protocol};
+    let protocol = match binding_of(path) {
+        Binding::JsonRpc => Protocol::JsonRpc,
+        Binding::Rest => Protocol::HttpJson,
+    };
+    server(method, path, headers, protocol)
+}
+
+/// Records the answer's status on the request's span.
+pub fn answered<B>(span: &tracing::Span, response: &http::Response<B>) {
+    a2a_telemetry::spans::http_outcome(span, response.status().as_u16());
+}
+
 impl Service {
     pub fn new(engine: Arc<Engine>, limits: Limits) -> Self {
         let answers = Budget::new(limits.answer_bytes, limits.budget_wait, "answer bytes");

@@ -573,6 +573,7 @@ async fn check_signatures(w: &World, signatures: usize) -> Vec<Value> {
             event: a2a::types::StreamResponse::Message(a2a::types::Message::user_text("hi")),
         },
         attempt: 1,
+        trace: None,
     };
     assert!(matches!(w.http.deliverer.deliver(&job).await, a2a::push::Outcome::Delivered(200)));
     let hit = hits.lock()[0].clone();

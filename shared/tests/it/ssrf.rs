@@ -93,6 +93,7 @@ fn job(url: String) -> PushJob {
         config: TaskPushNotificationConfig { task_id: "t".into(), id: "c".into(), url, ..Default::default() },
         event: EventRecord { seq: 1, event },
         attempt: 1,
+        trace: None,
     }
 }
 

@@ -14,11 +14,14 @@ use http_body_util::StreamBody;
 use hyper::body::Frame;
 use lambda_http::request::RequestContext;
 use lambda_http::{Body as LambdaBody, Request, RequestExt, Response};
+use tracing::Instrument;
 
 use a2a_engine::auth::GatewayClaims;
 use a2a_engine::card::is_public_path;
 use a2a_http::rest::route;
-use a2a_http::service::{binding_of, jsonrpc_error_response, rest_error, Binding, Body, HttpResponse, Service};
+use a2a_http::service::{
+    answered, binding_of, jsonrpc_error_response, request_span, rest_error, Binding, Body, HttpResponse, Service,
+};
 use a2a_protocol::error::{A2aError, ErrorKind};
 use a2a_protocol::operation::Operation;
 
@@ -70,15 +73,20 @@ fn gateway_claims(event: &Request) -> Option<GatewayClaims> {
     Some(GatewayClaims { claims: jwt.claims.clone(), scopes: jwt.scopes.clone().unwrap_or_default() })
 }
 
-/// Serves one event on a buffered function.
+/// Serves one event on a buffered function, in the request's SERVER span.
 pub async fn handle(service: &Service, serves: Endpoint, event: Request) -> Response<LambdaBody> {
     let req = to_request(event);
+    let span = request_span(req.method(), req.uri().path(), req.headers());
     let resp = match check(serves, &req) {
         Some(refusal) => refusal,
-        None => service.handle(req).await,
+        None => service.handle(req).instrument(span.clone()).await,
     };
-    // Events this call recorded (a new turn, a cancel) reach the edge before the container freezes.
+    answered(&span, &resp);
+    drop(span);
+    // Events this call recorded (a new turn, a cancel) reach the edge, and its spans the collector,
+    // before the container freezes.
     service.engine.hub.flush().await;
+    super::flush_spans().await;
     let (parts, body) = resp.into_parts();
     let bytes = match body {
         Body::Full(b) => b,
@@ -125,7 +133,12 @@ type Streamed = StreamBody<futures::stream::BoxStream<'static, Result<Frame<Byte
 
 /// Serves one event with response streaming: SSE frames leave as they are produced.
 pub async fn handle_streaming(service: &Service, event: Request) -> Response<Streamed> {
-    let resp = service.handle(to_request(event)).await;
+    let req = to_request(event);
+    let span = request_span(req.method(), req.uri().path(), req.headers());
+    let resp = service.handle(req).instrument(span.clone()).await;
+    answered(&span, &resp);
+    drop(span);
+    super::flush_spans().await;
     let (parts, body) = resp.into_parts();
     let frames = match body {
         Body::Full(b) => futures::stream::iter([Ok(Frame::data(b))]).boxed(),

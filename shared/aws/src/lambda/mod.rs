@@ -28,16 +28,36 @@ use a2a_engine::webhook::RetryPolicy;
 use a2a_http::service::{Limits, Service};
 use a2a_protocol::error::{A2aError, Result};
 
-/// JSON logs to stdout (CloudWatch), level from `RUST_LOG` (default info), no ANSI colours.
+/// The function's subscriber, flushed at the end of every invocation.
+static TELEMETRY: std::sync::OnceLock<a2a_telemetry::Telemetry> = std::sync::OnceLock::new();
+
+/// JSON logs to stdout (CloudWatch), level from `RUST_LOG` (default info), no ANSI colours; traces
+/// exported when the `OTEL_*` variables name a collector (docs/observability.md), under the
+/// function's name unless `OTEL_SERVICE_NAME` gives one.
 pub fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_current_span(false)
-        .with_ansi(false)
-        .without_time()
-        .init();
+    use a2a_telemetry::{LogFormat, LogTarget, OtelSettings, Settings, Telemetry};
+    let settings = Settings {
+        format: LogFormat::Json,
+        target: LogTarget::Stdout,
+        timestamps: false,
+        service: env("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "a2a-lambda".into()),
+        otel: OtelSettings::from_env(),
+    };
+    match Telemetry::init(settings) {
+        Ok(telemetry) => {
+            let _ = TELEMETRY.set(telemetry);
+        }
+        // Start-up: a function that cannot log or trace as configured says so and stops.
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Sends the invocation's spans before it ends (a frozen container exports nothing). The export
+/// runs on the exporter's own thread; this waits for it off the runtime's threads.
+pub async fn flush_spans() {
+    if TELEMETRY.get().is_some_and(a2a_telemetry::Telemetry::is_tracing) {
+        let _ = tokio::task::spawn_blocking(|| TELEMETRY.get().map(a2a_telemetry::Telemetry::flush)).await;
+    }
 }
 
 /// Everything a function needs, built once per container.

@@ -14,9 +14,12 @@ use lambda_runtime::{service_fn, LambdaEvent};
 use tokio_util::sync::CancellationToken;
 
 use super::Deps;
-use crate::sqs::{attempt_of, attempt_push};
+use crate::sqs::{attempt_of, attempt_push, SQS};
 use a2a_engine::ports::Job;
 use a2a_engine::runner::Runner;
+use a2a_telemetry::spans::{self, Queue};
+use a2a_telemetry::TraceContext;
+use tracing::Instrument;
 
 /// The failures of one FIFO batch: once a record of a group fails, the later records of that
 /// group are failed unprocessed, so the group comes back in order.
@@ -46,6 +49,24 @@ impl FifoBatch {
         self.response.batch_item_failures.push(f);
         self.failed_groups.insert(Self::group_of(record));
     }
+}
+
+/// The trace a record was sent in: its `traceparent` attribute, else `AWSTraceHeader`.
+fn trace_of(record: &SqsMessage) -> Option<TraceContext> {
+    let text = |k: &str| record.message_attributes.get(k).and_then(|a| a.string_value.as_deref());
+    match text(a2a_telemetry::context::TRACEPARENT) {
+        Some(parent) => TraceContext::parse(parent, text(a2a_telemetry::context::TRACESTATE)),
+        None => {
+            record.attributes.get(a2a_telemetry::context::AWS_TRACE_HEADER).and_then(|h| TraceContext::from_xray(h))
+        }
+    }
+}
+
+/// The CONSUMER span of one record.
+fn process_span(queue: Queue, task_id: &str, record: &SqsMessage) -> tracing::Span {
+    let span = spans::queue_process(SQS, queue, task_id, attempt_of(&record.attributes), trace_of(record).as_ref());
+    spans::message_sent(&span, record.message_id.as_deref());
+    span
 }
 
 /// Visibility a running job keeps renewing (the function's timeout must stay below the queue's
@@ -93,7 +114,8 @@ pub async fn run_tasks(deps: &Deps, runner: &Runner, event: SqsEvent) -> SqsBatc
         };
         let stop = CancellationToken::new();
         heartbeat(deps.sqs.clone(), deps.task_queue_url.clone(), record.receipt_handle.clone(), stop.clone());
-        let result = runner.handle_attempt(job, attempt_of(&record.attributes)).await;
+        let span = process_span(Queue::Tasks, job.task_id(), &record);
+        let result = runner.handle_attempt(job, attempt_of(&record.attributes)).instrument(span).await;
         stop.cancel();
         if let Err(e) = result {
             tracing::error!(message_id = id, error = %e, "job failed; it will be retried");
@@ -101,6 +123,7 @@ pub async fn run_tasks(deps: &Deps, runner: &Runner, event: SqsEvent) -> SqsBatc
         }
     }
     deps.engine.hub.flush().await;
+    super::flush_spans().await;
     batch.response
 }
 
@@ -121,6 +144,7 @@ pub async fn deliver_pushes(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
             record.body.as_deref().unwrap_or_default(),
             attempt_of(&record.attributes),
         )
+        .instrument(process_span(Queue::Push, "", &record))
         .await;
         let retry_in = match outcome {
             Ok(None) => continue,
@@ -135,6 +159,7 @@ pub async fn deliver_pushes(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
         }
         batch.fail(&record);
     }
+    super::flush_spans().await;
     batch.response
 }
 

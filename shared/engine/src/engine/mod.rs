@@ -164,13 +164,14 @@ impl Recorder {
             true => self.store.load(task_id).await.ok().flatten().map(|r| r.task),
             false => None,
         };
+        let trace = a2a_telemetry::context::current();
         for config in configs {
             for event in &committed.events {
                 let event = match (&snapshot, config.v03_payloads) {
                     (Some(task), true) => EventRecord { seq: event.seq, event: StreamResponse::Task(task.clone()) },
                     _ => event.clone(),
                 };
-                let job = PushJob { config: config.clone(), event, attempt: 1 };
+                let job = PushJob { config: config.clone(), event, attempt: 1, trace: trace.clone() };
                 if let Err(e) = queue.enqueue(job, Duration::ZERO).await {
                     tracing::error!(task_id, error = %e, "cannot queue push delivery");
                 }

@@ -95,11 +95,21 @@ impl StreamHub for MemoryHub {
 
 /// The in-process work queue: jobs go to a channel that the runner's loop consumes.
 pub struct MemoryWorkQueue {
-    tx: mpsc::UnboundedSender<Job>,
+    tx: mpsc::UnboundedSender<Queued>,
 }
 
+/// A job on the in-process queue, with the trace it was sent in (the run continues it).
+#[derive(Debug)]
+pub struct Queued {
+    pub job: Job,
+    pub trace: Option<a2a_telemetry::TraceContext>,
+}
+
+/// `messaging.system` of the in-process queues.
+pub const IN_PROCESS_QUEUE: &str = "a2a";
+
 impl MemoryWorkQueue {
-    pub fn new() -> (Self, mpsc::UnboundedReceiver<Job>) {
+    pub fn new() -> (Self, mpsc::UnboundedReceiver<Queued>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Self { tx }, rx)
     }
@@ -108,7 +118,9 @@ impl MemoryWorkQueue {
 #[async_trait]
 impl WorkQueue for MemoryWorkQueue {
     async fn enqueue(&self, job: Job) -> Result<()> {
-        self.tx.send(job).map_err(|_| A2aError::internal("the task runner has stopped"))
+        use a2a_telemetry::spans::{queue_send, Queue};
+        let trace = queue_send(IN_PROCESS_QUEUE, Queue::Tasks, job.task_id()).in_scope(a2a_telemetry::context::current);
+        self.tx.send(Queued { job, trace }).map_err(|_| A2aError::internal("the task runner has stopped"))
     }
 }
 

@@ -187,6 +187,7 @@ pub(super) async fn start_turn(engine: &Engine, ctx: &CallContext, req: SendMess
     } else {
         next_turn(engine, ctx, message, key).await?
     };
+    a2a_telemetry::spans::task(&turn.snapshot.id, &turn.snapshot.context_id);
     if turn.duplicate {
         return Ok(turn);
     }

@@ -36,6 +36,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::service::{binding_of, Authenticated, Binding};
 use crate::service::{Body, Service};
@@ -204,7 +205,19 @@ fn host_error(parts: &http::request::Parts) -> Option<A2aError> {
     }
 }
 
+/// Serves one request in its SERVER span (trace context from its headers).
 async fn serve_one(
+    server: Arc<Server>,
+    framing: Arc<io::Framing>,
+    req: hyper::Request<Incoming>,
+) -> Result<hyper::Response<OutBody>, Infallible> {
+    let span = crate::service::request_span(req.method(), req.uri().path(), req.headers());
+    let Ok(response) = serve_request(server, framing, req).instrument(span.clone()).await;
+    crate::service::answered(&span, &response);
+    Ok(response)
+}
+
+async fn serve_request(
     server: Arc<Server>,
     framing: Arc<io::Framing>,
     req: hyper::Request<Incoming>,

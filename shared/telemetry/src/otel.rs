@@ -1,0 +1,218 @@
+//! The OpenTelemetry pipeline (feature `otel`): `tracing` spans exported as OTLP by
+//! `tracing-opentelemetry`, configured by the standard `OTEL_*` variables (or the flags that set
+//! them), and the [`Propagation`] the rest of the host uses to carry trace context.
+//!
+//! Export runs off the request path: the SDK's batch processor hands batches to its own thread,
+//! which sends them on a one-thread runtime of its own ([`ExportClient`]). So a flush may block the
+//! calling thread (Lambda flushes before an invocation ends) without starving the runtime that
+//! has to drive the export.
+
+use std::sync::OnceLock;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use opentelemetry::trace::{
+    SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, TracerProvider as _,
+};
+use opentelemetry_http::{HttpClient, HttpError, Request, Response};
+use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use opentelemetry_sdk::Resource;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
+
+use crate::context::{Propagation, TraceContext};
+
+/// Largest answer read from a collector (its body is an export response: a few bytes).
+const MAX_COLLECTOR_ANSWER: usize = 64 * 1024;
+/// The longest one export may take (the SDK's default for `OTEL_EXPORTER_OTLP_TIMEOUT`).
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where traces go and how they are sampled. [`OtelSettings::from_env`] reads the standard variables;
+/// a host's flags may override each.
+#[derive(Debug, Clone, Default)]
+pub struct OtelSettings {
+    /// The collector's base URL (`OTEL_EXPORTER_OTLP_ENDPOINT`; `/v1/traces` is appended for
+    /// HTTP). `None` leaves it to `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` or the default
+    /// (`http://localhost:4318`), and then tracing is on only if `OTEL_TRACES_EXPORTER=otlp` or that
+    /// variable is set.
+    pub endpoint: Option<String>,
+    /// `http/protobuf` (the default) or `grpc` (`OTEL_EXPORTER_OTLP_PROTOCOL`).
+    pub protocol: Option<String>,
+    /// `OTEL_SERVICE_NAME`; the host's name when unset.
+    pub service_name: Option<String>,
+    /// Share of new traces kept, parent-based (a caller's sampling decision is followed). `None`
+    /// leaves it to `OTEL_TRACES_SAMPLER` / `OTEL_TRACES_SAMPLER_ARG` (default: every trace).
+    pub sample_ratio: Option<f64>,
+    /// `OTEL_SDK_DISABLED=true` (or `OTEL_TRACES_EXPORTER=none`): no pipeline at all.
+    pub disabled: bool,
+    /// `OTEL_TRACES_EXPORTER=otlp` or `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` set: on with the
+    /// default or the signal's endpoint.
+    pub requested: bool,
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().map(|v| v.trim().to_string()).filter(|v| !v.is_empty())
+}
+
+impl OtelSettings {
+    pub fn from_env() -> Self {
+        let exporter = var("OTEL_TRACES_EXPORTER");
+        Self {
+            endpoint: var("OTEL_EXPORTER_OTLP_ENDPOINT"),
+            protocol: var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL")),
+            service_name: var("OTEL_SERVICE_NAME"),
+            sample_ratio: None,
+            disabled: var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
+                || exporter.as_deref() == Some("none"),
+            requested: exporter.as_deref() == Some("otlp") || var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some(),
+        }
+    }
+
+    /// True when traces are to be exported.
+    pub fn enabled(&self) -> bool {
+        !self.disabled && (self.endpoint.is_some() || self.requested)
+    }
+}
+
+/// The exporter's HTTP client: reqwest on a one-thread runtime owned by the exporter, so that an
+/// export never waits for (or blocks) a thread of the host's runtime.
+#[derive(Debug)]
+struct ExportClient {
+    client: reqwest::Client,
+    runtime: &'static tokio::runtime::Runtime,
+}
+
+/// The export runtime lives as long as the process (it is never dropped, so never from inside
+/// another runtime).
+static EXPORT_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+
+impl ExportClient {
+    fn new() -> Result<Self, String> {
+        let runtime = match EXPORT_RUNTIME.get() {
+            Some(rt) => rt,
+            None => {
+                let rt = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("otlp-export")
+                    .enable_all()
+                    .build()
+                    .map_err(|e| format!("the OTLP export runtime: {e}"))?;
+                EXPORT_RUNTIME.get_or_init(|| rt)
+            }
+        };
+        let client = reqwest::Client::builder()
+            .timeout(EXPORT_TIMEOUT)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| format!("the OTLP HTTP client: {e}"))?;
+        Ok(Self { client, runtime })
+    }
+}
+
+#[async_trait]
+impl HttpClient for ExportClient {
+    async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        let (parts, body) = request.into_parts();
+        let call = self.client.request(parts.method, parts.uri.to_string()).headers(parts.headers).body(body);
+        let answer = self.runtime.spawn(async move {
+            let mut response = call.send().await?;
+            let status = response.status();
+            let mut body = Vec::new();
+            while let Some(chunk) = response.chunk().await? {
+                if body.len() + chunk.len() > MAX_COLLECTOR_ANSWER {
+                    break;
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok::<_, reqwest::Error>((status, Bytes::from(body)))
+        });
+        let (status, body) = answer.await??;
+        let mut out = Response::new(body);
+        *out.status_mut() = status;
+        Ok(out)
+    }
+}
+
+/// The provider of this process's spans: built by [`build_provider`], flushed by the host.
+pub(crate) fn build_provider(settings: &OtelSettings, default_service: &str) -> Result<SdkTracerProvider, String> {
+    use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+
+    let protocol = settings.protocol.as_deref().unwrap_or("http/protobuf");
+    let exporter = match protocol {
+        "http/protobuf" => {
+            let mut builder = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+                .with_http_client(ExportClient::new()?);
+            if let Some(base) = &settings.endpoint {
+                builder = builder.with_endpoint(format!("{}/v1/traces", base.trim_end_matches('/')));
+            }
+            builder.build()
+        }
+        #[cfg(feature = "otlp-grpc")]
+        "grpc" => {
+            let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
+            if let Some(base) = &settings.endpoint {
+                builder = builder.with_endpoint(base.clone());
+            }
+            builder.build()
+        }
+        other => {
+            return Err(format!(
+                "OTEL_EXPORTER_OTLP_PROTOCOL={other} is not supported by this build (use http/protobuf{})",
+                if cfg!(feature = "otlp-grpc") { " or grpc" } else { "" }
+            ))
+        }
+    }
+    .map_err(|e| format!("the OTLP span exporter: {e}"))?;
+    let mut resource = Resource::builder();
+    if var("OTEL_SERVICE_NAME").is_none() {
+        resource =
+            resource.with_service_name(settings.service_name.clone().unwrap_or_else(|| default_service.to_string()));
+    }
+    let mut provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build());
+    if let Some(ratio) = settings.sample_ratio {
+        if !(0.0..=1.0).contains(&ratio) {
+            return Err(format!("the trace sample ratio must be between 0 and 1, not {ratio}"));
+        }
+        provider = provider.with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio))));
+    }
+    Ok(provider.build())
+}
+
+/// The tracer the `tracing` layer writes to.
+pub(crate) fn tracer(provider: &SdkTracerProvider) -> opentelemetry_sdk::trace::Tracer {
+    provider.tracer("a2a-serverless")
+}
+
+/// [`Propagation`] over `tracing-opentelemetry`'s span contexts.
+pub(crate) struct OtelPropagation;
+
+impl Propagation for OtelPropagation {
+    fn current(&self) -> Option<TraceContext> {
+        let cx = tracing::Span::current().context();
+        let span = cx.span();
+        let sc = span.span_context();
+        if !sc.is_valid() {
+            return None;
+        }
+        let parent = format!("00-{}-{}-{:02x}", sc.trace_id(), sc.span_id(), sc.trace_flags().to_u8());
+        let state = sc.trace_state().header();
+        TraceContext::parse(&parent, Some(state.as_str()))
+    }
+
+    fn rename(&self, span: &tracing::Span, name: &'static str) {
+        span.context().span().update_name(name);
+    }
+
+    fn set_parent(&self, span: &tracing::Span, parent: &TraceContext) {
+        let (Ok(trace_id), Ok(span_id)) = (TraceId::from_hex(parent.trace_id()), SpanId::from_hex(parent.parent_id()))
+        else {
+            return;
+        };
+        let flags = if parent.sampled() { TraceFlags::SAMPLED } else { TraceFlags::default() };
+        let state = parent.tracestate().and_then(|s| s.parse::<TraceState>().ok()).unwrap_or_default();
+        let remote = SpanContext::new(trace_id, span_id, flags, true, state);
+        let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(remote));
+    }
+}

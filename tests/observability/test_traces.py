@@ -1,0 +1,255 @@
+"""One trace for one task, asserted at a real OTLP receiver (tests/observability/otlp.py): a client's
+`traceparent` → a2a-local's SERVER span → the queue hop (send, then process; SQS on --backend aws,
+moto) → `invoke_agent` → the CLIENT span of the call to the Python example agent (which receives a
+`traceparent` of the same trace) → the CLIENT span of the webhook delivery (whose receiver gets one
+too). Also: gRPC metadata carries the trace, log lines carry trace and task ids, no span holds message
+text, tokens or a webhook's path, and with tracing off no exporter runs and nothing is sent.
+Needs $A2A_LOCAL_BIN and, for the AWS half, the moto variables scripts/test exports."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from otlp import Receiver  # noqa: E402
+from support import a2a_local, free_port, stop, webhook_receiver  # noqa: E402
+
+LOGS = Path(os.environ.get("A2A_TEST_LOGS", "/tmp"))
+SECRET_TEXT = "the-message-text-" + uuid.uuid4().hex
+HOOK_TOKEN = "hook-token-" + uuid.uuid4().hex
+API_KEY = "api-key-" + uuid.uuid4().hex
+
+
+def traceparent():
+    trace_id, span_id = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    return trace_id, span_id, f"00-{trace_id}-{span_id}-01"
+
+
+@pytest.fixture
+def receiver():
+    r = Receiver()
+    yield r
+    r.close()
+
+
+def backend_args(backend):
+    if backend == "memory":
+        return []
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
+    return ["--backend", "aws", "--create-resources"]
+
+
+def start_agent():
+    """The Python example agent (examples/agents/python/agent.py); it prints the traceparent of each run."""
+    port = free_port()
+    log = LOGS / f"observability-agent-{port}.log"
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "examples/agents/python/agent.py"), str(port)],
+        stdout=open(log, "w"), stderr=subprocess.STDOUT, env={**os.environ, "WORD_DELAY": "0"},
+    )
+    for _ in range(100):  # bounded: 10 s
+        if "listening" in log.read_text():
+            return f"http://127.0.0.1:{port}/", proc, log
+        time.sleep(0.1)
+    stop(proc)
+    raise RuntimeError("the example agent did not start")
+
+
+def host(receiver, backend, *extra, env=None, log_name="observability-a2a-local.log"):
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_BSP_SCHEDULE_DELAY": "100",
+        "OTEL_SERVICE_NAME": "observability-test",
+        "TABLE_NAME": f"obs-{uuid.uuid4().hex[:12]}",
+        "RUST_LOG": "info,a2a_engine=debug",
+        **(env or {}),
+    }
+    log = open(LOGS / log_name, "w")
+    args = ["--api-keys", f"alice:{API_KEY}", "--webhook-allow", "127.0.0.1/32", *backend_args(backend), *extra]
+    base, proc = a2a_local(args, log=log, env=env)
+    return base, proc
+
+
+def send(base, parent, hook_url):
+    body = {
+        "jsonrpc": "2.0", "id": 1, "method": "SendMessage",
+        "params": {
+            "message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": SECRET_TEXT}]},
+            "configuration": {
+                "blocking": True,
+                "taskPushNotificationConfig": {"url": hook_url, "token": HOOK_TOKEN},
+            },
+        },
+    }
+    headers = {"traceparent": parent, "tracestate": "vendor=1", "X-API-Key": API_KEY, "A2A-Version": "1.0"}
+    r = httpx.post(base, json=body, headers=headers, timeout=30)
+    r.raise_for_status()
+    return r.json()["result"]["task"]
+
+
+def by_kind(spans, kind, name_start=""):
+    return [s for s in spans if s["kind"] == kind and s["name"].startswith(name_start)]
+
+
+def parent_of(spans, span):
+    return next((s for s in spans if s["span_id"] == span["parent"]), None)
+
+
+def no_secrets(spans):
+    for s in spans:
+        text = json.dumps([s["name"], s["attrs"], s["events"]])
+        for secret in (SECRET_TEXT, HOOK_TOKEN, API_KEY, "secret-path"):
+            assert secret not in text, f"{secret[:12]}… in span {s['name']}: {text}"
+
+
+@pytest.mark.parametrize("backend", ["memory", "aws"])
+def test_one_trace_from_the_client_through_the_queue_to_the_agent_and_the_webhook(receiver, backend):
+    hook, received = webhook_receiver()
+    hook = hook.replace("/hook", "/hook/secret-path")
+    agent_url, agent, agent_log = start_agent()
+    base, proc = host(receiver, backend, "--agent-url", agent_url)
+    try:
+        trace_id, caller_span, parent = traceparent()
+        task = send(base, parent, hook)
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+        # The webhook gets the final status; its delivery span closes right after.
+        for _ in range(150):  # bounded: 15 s
+            if any(b.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED" for _, b in received):
+                break
+            time.sleep(0.1)
+        spans = receiver.wait_for(
+            lambda r: (lambda t: t if len(by_kind(t, "client", "POST webhook")) >= 3 else None)(r.trace(trace_id)),
+            what=f"the webhook spans of trace {trace_id}",
+        )
+        system = "aws_sqs" if backend == "aws" else "a2a"
+
+        # The SERVER span continues the caller's span and names the operation and the task.
+        [server] = [s for s in by_kind(spans, "server") if s["attrs"].get("gen_ai.agent.a2a.operation.name") == "SendMessage"]
+        assert server["parent"] == caller_span
+        assert server["name"] == "SendMessage"
+        assert server["attrs"]["gen_ai.agent.a2a.protocol"] == "JSONRPC"
+        assert server["attrs"]["gen_ai.agent.a2a.task_id"] == task["id"]
+        assert server["attrs"]["gen_ai.agent.a2a.context_id"] == task["contextId"]
+        assert server["attrs"]["http.response.status_code"] == 200
+        assert server["resource"]["service.name"] == "observability-test"
+
+        # The queue hop: send inside the request, process continuing it.
+        [produce] = [s for s in by_kind(spans, "producer") if s["parent"] == server["span_id"]]
+        assert produce["name"] == "send tasks"
+        assert produce["attrs"]["messaging.system"] == system
+        assert produce["attrs"]["gen_ai.agent.a2a.task_id"] == task["id"]
+        [process] = [s for s in by_kind(spans, "consumer") if s["parent"] == produce["span_id"]]
+        assert process["name"] == "process tasks"
+        assert process["attrs"]["messaging.system"] == system
+
+        # The turn, and the call to the agent inside it.
+        [turn] = [s for s in spans if s["name"].startswith("invoke_agent")]
+        assert turn["parent"] == process["span_id"]
+        assert turn["attrs"]["gen_ai.operation.name"] == "invoke_agent"
+        assert turn["attrs"]["gen_ai.conversation.id"] == task["contextId"]
+        assert turn["attrs"]["gen_ai.agent.a2a.status"] == "TASK_STATE_COMPLETED"
+        assert turn["attrs"]["gen_ai.agent.a2a.artifact_chunks"] >= 2
+        [call] = by_kind(spans, "client", "POST agent")
+        assert call["parent"] == turn["span_id"]
+        assert call["attrs"]["server.address"] == "127.0.0.1"
+        runs = [line.split() for line in agent_log.read_text().splitlines() if line.startswith("run ")]
+        assert [r[3] for r in runs] == [f"00-{trace_id}-{call['span_id']}-01"], runs
+
+        # Each webhook delivery is a CLIENT span of the same trace; the receiver got its traceparent.
+        deliveries = by_kind(spans, "client", "POST webhook")
+        ids = {d["span_id"] for d in deliveries}
+        for d in deliveries:
+            assert d["attrs"]["gen_ai.agent.a2a.task_id"] == task["id"]
+            assert d["attrs"]["http.response.status_code"] == 200
+            assert d["attrs"]["server.port"] == int(hook.split(":")[2].split("/")[0])
+        got = [h.get("traceparent", "") for h, _ in received]
+        assert got and all(p.split("-")[1] == trace_id and p.split("-")[2] in ids for p in got), got
+
+        no_secrets(receiver.spans)
+    finally:
+        stop(proc, agent)
+
+
+def test_grpc_metadata_carries_the_trace(receiver):
+    import grpc
+
+    grpc_port = free_port()
+    base, proc = host(receiver, "memory", "--grpc-addr", f"127.0.0.1:{grpc_port}")
+    try:
+        trace_id, caller_span, parent = traceparent()
+        channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
+        get_task = channel.unary_unary("/lf.a2a.v1.A2AService/GetTask")
+        missing = b"no-such-task"
+        request = bytes([0x12, len(missing)]) + missing  # GetTaskRequest{id = 2}
+        with pytest.raises(grpc.RpcError) as refused:
+            get_task(request, metadata=[("traceparent", parent), ("x-api-key", API_KEY)], timeout=10)
+        assert refused.value.code() == grpc.StatusCode.NOT_FOUND
+        [server] = receiver.wait_for(lambda r: by_kind(r.trace(trace_id), "server"), what="the gRPC server span")
+        assert server["parent"] == caller_span
+        assert server["name"] == "GetTask"
+        assert server["attrs"]["rpc.system"] == "grpc"
+        assert server["attrs"]["gen_ai.agent.a2a.protocol"] == "GRPC"
+        assert server["attrs"]["gen_ai.agent.a2a.task_id"] == "no-such-task"
+        assert server["attrs"]["rpc.grpc.status_code"] == 5
+        assert server["attrs"]["error.type"] == "TASK_NOT_FOUND"
+    finally:
+        stop(proc)
+
+
+def test_log_lines_carry_trace_and_task_ids(receiver):
+    agent_url, agent, _ = start_agent()
+    base, proc = host(receiver, "memory", "--agent-url", agent_url, "--log-format", "json", log_name="observability-json.log")
+    try:
+        trace_id, _, parent = traceparent()
+        hook, _ = webhook_receiver()
+        task = send(base, parent, hook.replace("/hook", "/hook/secret-path"))
+        receiver.wait_for(lambda r: by_kind(r.trace(trace_id), "client", "POST agent"), what="the agent call span")
+        lines = [json.loads(line) for line in (LOGS / "observability-json.log").read_text().splitlines() if line.startswith("{")]
+        ended = [line for line in lines if line.get("fields", {}).get("message") == "turn ended"]
+        assert ended, lines[-5:]
+        for line in ended:
+            assert line["trace_id"] == trace_id
+            assert len(line["span_id"]) == 16
+            assert line["task_id"] == task["id"]
+            assert line["context_id"] == task["contextId"]
+        assert SECRET_TEXT not in json.dumps(lines) and API_KEY not in json.dumps(lines)
+    finally:
+        stop(proc, agent)
+
+
+def exporter_threads(pid):
+    names = [Path(f"/proc/{pid}/task/{t}/comm").read_text().strip() for t in os.listdir(f"/proc/{pid}/task")]
+    return [n for n in names if n.startswith("otlp-export")]
+
+
+@pytest.mark.parametrize("off", ["unset", "sdk_disabled"])
+def test_with_tracing_off_no_exporter_runs_and_nothing_is_sent(receiver, off):
+    env = {"OTEL_EXPORTER_OTLP_ENDPOINT": ""} if off == "unset" else {"OTEL_SDK_DISABLED": "true"}
+    base, proc = host(receiver, "memory", env=env)
+    try:
+        _, _, parent = traceparent()
+        hook, _ = webhook_receiver()
+        send(base, parent, hook)
+        time.sleep(1.5)  # several of the batch processor's 100 ms schedules
+        assert receiver.requests == 0
+        assert exporter_threads(proc.pid) == []
+    finally:
+        stop(proc)
+
+
+def test_with_tracing_on_the_exporter_runs_on_its_own_thread(receiver):
+    base, proc = host(receiver, "memory")
+    try:
+        assert exporter_threads(proc.pid) == ["otlp-export"]
+    finally:
+        stop(proc)
