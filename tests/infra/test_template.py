@@ -1,7 +1,9 @@
 """The SAM template is complete and least-privilege: every function crate is deployed with
 cargo-lambda, every `google.api.http` route of the A2A proto reaches the function of its operation,
 every queue has a dead-letter queue and an event source mapping with partial batch failures and a
-visibility timeout longer than its consumer's, and no IAM statement uses `*`.
+visibility timeout longer than its consumer's, and no IAM statement uses `*`. Every function gets the
+observability settings (OTEL_* and A2A_METRICS* variables, Lambda's X-Ray mode, the optional collector
+layer), and the dashboard and the alarms query the EMF metrics with the dimensions the functions emit.
 
 The proto is the normative A2A 1.0.1 proto the gRPC binding is built from (shared/grpc/proto/a2a.proto)."""
 
@@ -81,6 +83,26 @@ def api_routes():
     return out
 
 
+def sam_transform(parameters=None):
+    """The template after the SAM transform (what CloudFormation deploys), with these parameter values."""
+    import copy
+    import os
+
+    from samtranslator.translator.transform import transform
+
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    template = copy.deepcopy(TEMPLATE)
+    for res in template["Resources"].values():
+        if res["Type"] == "AWS::Serverless::Function":
+            res["Properties"]["CodeUri"] = "s3://bucket/key"  # what `sam package` puts there
+
+    class NoManagedPolicies:
+        def load(self):
+            return {}
+
+    return transform(template, dict(parameters or {}), NoManagedPolicies())["Resources"]
+
+
 def test_every_function_crate_is_deployed_with_cargo_lambda():
     crates = {p.name for p in (ROOT / "functions").iterdir() if (p / "Cargo.toml").exists()} - NOT_LAMBDA
     deployed = functions()
@@ -116,23 +138,7 @@ def test_every_routed_function_may_be_invoked_by_the_api():
 
 def test_no_circular_dependencies_after_the_sam_transform():
     """cfn-lint and `sam validate` miss these (a function naming an implicit API did it once)."""
-    import copy
-    import json
-    import os
-
-    from samtranslator.translator.transform import transform
-
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    template = copy.deepcopy(TEMPLATE)
-    for res in template["Resources"].values():
-        if res["Type"] == "AWS::Serverless::Function":
-            res["Properties"]["CodeUri"] = "s3://bucket/key"  # what `sam package` puts there
-
-    class NoManagedPolicies:
-        def load(self):
-            return {}
-
-    resources = transform(template, {}, NoManagedPolicies())["Resources"]
+    resources = sam_transform()
 
     def deps(res):
         text = json.dumps(res.get("Properties", {}))
@@ -330,3 +336,217 @@ def test_jwt_mode_puts_the_authorizer_on_every_protocol_route_and_keeps_the_card
     # The streaming Function URL has no authorizer in front: it verifies tokens itself.
     stream = RESOURCES["HttpStreamFunction"]["Properties"]["Environment"]["Variables"]
     assert stream["OIDC_VERIFIED_BY_GATEWAY"] == "false"
+
+
+# ---------------------------------------------------------------- observability
+# The EMF metrics the functions emit (a2a-telemetry): each metric's dimension sets, Service first.
+EMF_METRICS = {
+    "OperationDuration": {("Service", "Operation"), ("Service", "Operation", "Outcome"), ("Service", "Outcome")},
+    "OperationErrors": {("Service", "Operation"), ("Service",)},
+    "TasksFinished": {("Service", "State")},
+    "TurnDuration": {("Service", "State")},
+    "QueueLag": {("Service", "Queue")},
+    "PushDeliveries": {("Service", "Outcome"), ("Service", "Outcome", "Attempt")},
+    "StoreDuration": {("Service", "Operation")},
+}
+OPERATIONS = set(OPERATION_FUNCTION) | STREAMING
+FINAL_STATES = {f"TASK_STATE_{s}" for s in ("COMPLETED", "FAILED", "CANCELED", "REJECTED", "INPUT_REQUIRED", "AUTH_REQUIRED")}
+STORE_OPERATIONS = {"create", "claimed_task", "load", "update", "events_after", "event", "list", "hydrate",
+                    "put_config", "get_config", "list_configs", "delete_config"}
+TELEMETRY_ENV = {
+    "OTEL_EXPORTER_OTLP_ENDPOINT": {"Ref": "OtlpEndpoint"},
+    "OTEL_TRACES_SAMPLER": "parentbased_traceidratio",
+    "OTEL_TRACES_SAMPLER_ARG": {"Ref": "TraceSampleRatio"},
+    "A2A_METRICS": {"Ref": "Metrics"},
+    "A2A_METRICS_NAMESPACE": {"Ref": "MetricsNamespace"},
+    "A2A_METRICS_SERVICE": {"Ref": "AWS::StackName"},
+}
+ALARM_ACTIONS = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+COLLECTOR_LAYER = {"Fn::If": ["HasCollectorLayer", [{"Ref": "CollectorLayerArn"}], {"Ref": "AWS::NoValue"}]}
+
+
+def test_observability_parameters_sit_together_before_the_alarm_topic():
+    params = TEMPLATE["Parameters"]
+    names = list(params)
+    new = ["OtlpEndpoint", "TraceSampleRatio", "CollectorLayerArn", "XRayTracing", "Metrics", "MetricsNamespace",
+           "QueueAgeAlarmSeconds", "ErrorAlarmThreshold"]
+    at = names.index("OtlpEndpoint")
+    assert names[at:at + len(new) + 1] == new + ["AlarmTopicArn"]
+    assert params["OtlpEndpoint"]["Default"] == "" and params["CollectorLayerArn"]["Default"] == ""
+    assert params["XRayTracing"]["Default"] == "PassThrough"
+    assert set(params["XRayTracing"]["AllowedValues"]) == {"Active", "PassThrough"}
+    assert params["Metrics"]["Default"] == "emf" and params["Metrics"]["AllowedValues"] == ["emf", "off"]
+    assert params["MetricsNamespace"]["Default"] == "A2A"
+    assert params["QueueAgeAlarmSeconds"]["Type"] == params["ErrorAlarmThreshold"]["Type"] == "Number"
+    assert (params["QueueAgeAlarmSeconds"]["Default"], params["ErrorAlarmThreshold"]["Default"]) == (300, 5)
+    ratio = params["TraceSampleRatio"]
+    assert ratio["Type"] == "String" and ratio["Default"] == "1"
+    # CloudFormation matches AllowedPattern against the whole value.
+    for ok in ("0", "1", "0.1", "0.05", "1.0", "0.999"):
+        assert re.fullmatch(ratio["AllowedPattern"], ok), ok
+    for bad in ("", "2", "1.5", "-0.1", "10", ".5", "0.", "abc", "0.1 "):
+        assert not re.fullmatch(ratio["AllowedPattern"], bad), bad
+    assert TEMPLATE["Conditions"]["HasCollectorLayer"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "CollectorLayerArn"}, ""]}]}
+
+
+def test_every_function_gets_the_telemetry_settings():
+    """Globals: the OTEL_* and A2A_METRICS* variables, Lambda's X-Ray mode and the optional collector
+    layer; no function overrides them, so after the transform every Lambda function has them."""
+    env = GLOBALS["Environment"]["Variables"]
+    for name, value in TELEMETRY_ENV.items():
+        assert env[name] == value, name
+    assert GLOBALS["Tracing"] == {"Ref": "XRayTracing"}
+    assert GLOBALS["Layers"] == COLLECTOR_LAYER
+    serverless = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
+    assert {"PythonAgentFunction", "TypeScriptAgentFunction"} < set(serverless)
+    for name, res in serverless.items():
+        props = res["Properties"]
+        assert not {"Tracing", "Layers"} & set(props), name
+        assert not set(TELEMETRY_ENV) & set(props.get("Environment", {}).get("Variables", {})), name
+    deployed = {n: r for n, r in sam_transform().items() if r["Type"] == "AWS::Lambda::Function"}
+    assert set(deployed) == set(serverless)
+    for name, res in deployed.items():
+        props = res["Properties"]
+        assert props["TracingConfig"] == {"Mode": {"Ref": "XRayTracing"}}, name
+        assert props["Layers"] == COLLECTOR_LAYER, name
+        variables = props["Environment"]["Variables"]
+        assert {k: variables.get(k) for k in TELEMETRY_ENV} == TELEMETRY_ENV, name
+
+
+@pytest.mark.parametrize("mode", ["Active", "PassThrough"])
+def test_every_role_may_write_to_xray(mode):
+    """With Tracing set (and not Disabled, which XRayTracing does not allow) SAM attaches
+    AWSXrayWriteOnlyAccess (xray:PutTraceSegments, PutTelemetryRecords, GetSamplingRules,
+    GetSamplingTargets) to every function's role: Lambda's own tracing in Active mode, and a collector
+    from CollectorLayerArn exporting to X-Ray in either mode, need nothing more."""
+    resources = sam_transform({"XRayTracing": mode})
+    functions_ = [r for r in resources.values() if r["Type"] == "AWS::Lambda::Function"]
+    assert len(functions_) == len([r for r in RESOURCES.values() if r["Type"] == "AWS::Serverless::Function"])
+    for fn in functions_:
+        role = resources[fn["Properties"]["Role"]["Fn::GetAtt"][0]]
+        assert "arn:aws:iam::aws:policy/AWSXrayWriteOnlyAccess" in role["Properties"]["ManagedPolicyArns"], fn
+
+
+def dashboard():
+    """The dashboard body with its !Sub variables replaced: parameters by their defaults, anything else
+    (pseudo parameters, resources and their attributes) by `<name>`; each must exist."""
+    res = RESOURCES["Dashboard"]
+    assert res["Type"] == "AWS::CloudWatch::Dashboard"
+    assert res["Properties"]["DashboardName"] == {"Fn::Sub": "${AWS::StackName}-a2a"}
+    body = res["Properties"]["DashboardBody"]["Fn::Sub"]
+    assert isinstance(body, str)
+    params = TEMPLATE["Parameters"]
+
+    def value(m):
+        name = m.group(1)
+        if name in params:
+            return str(params[name]["Default"])
+        assert name.startswith("AWS::") or name.split(".")[0] in RESOURCES, name
+        return f"<{name}>"
+
+    return body, json.loads(re.sub(r"\$\{([\w:.]+)\}", value, body))
+
+
+def dashboard_metrics(widgets):
+    """(title, namespace, metric, ((dimension, value), ...), stat) of every metric of every widget."""
+    for w in widgets:
+        if w["type"] != "metric":
+            continue
+        props = w["properties"]
+        for row in props["metrics"]:
+            options = row[-1] if isinstance(row[-1], dict) else {}
+            parts = row[:-1] if options else row
+            assert len(parts) % 2 == 0 and "..." not in parts, row  # every dimension spelled out
+            dims = tuple(zip(parts[2::2], parts[3::2]))
+            yield props["title"], parts[0], parts[1], dims, options.get("stat", props["stat"])
+
+
+def test_the_dashboard_shows_every_metric_with_dimensions_the_functions_emit():
+    raw, body = dashboard()
+    assert '"A2A"' not in raw, "the EMF namespace is MetricsNamespace's"
+    widgets = body["widgets"]
+    # The widgets tile the 24-column grid without overlapping.
+    cells = set()
+    for w in widgets:
+        assert 0 <= w["x"] and w["x"] + w["width"] <= 24, w
+        area = {(x, y) for x in range(w["x"], w["x"] + w["width"]) for y in range(w["y"], w["y"] + w["height"])}
+        assert not cells & area, w
+        cells |= area
+    for w in widgets:
+        if w["type"] == "metric":
+            assert w["properties"]["region"] == "<AWS::Region>" and w["properties"]["period"] in (60, 300), w
+    metrics = list(dashboard_metrics(widgets))
+    emf = [m for m in metrics if m[1] == "A2A"]
+    assert {m[2] for m in emf} == set(EMF_METRICS)
+    values = {}
+    for title, _, metric, dims, stat in emf:
+        names = tuple(d for d, _ in dims)
+        assert names in EMF_METRICS[metric], f"{title}: {metric} has no dimension set {names}"
+        assert dims[0] == ("Service", "<AWS::StackName>"), title
+        for d, v in dims[1:]:
+            values.setdefault((metric, d), set()).add(v)
+        values.setdefault((metric, "stat"), set()).add(stat)
+    assert values["OperationDuration", "Operation"] == OPERATIONS
+    assert values["OperationDuration", "Outcome"] == {"ok", "client_error", "server_error"}
+    assert {"SampleCount", "p50", "p99"} <= values["OperationDuration", "stat"]
+    assert values["OperationErrors", "Operation"] == OPERATIONS and values["OperationErrors", "stat"] == {"Sum"}
+    assert any(m[2] == "OperationErrors" and len(m[3]) == 1 for m in emf), "the total the alarm watches"
+    assert values["TasksFinished", "State"] == FINAL_STATES and values["TasksFinished", "stat"] == {"Sum"}
+    assert values["TurnDuration", "State"] >= {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED"}
+    assert values["TurnDuration", "State"] <= FINAL_STATES and values["TurnDuration", "stat"] == {"p50", "p99"}
+    assert values["QueueLag", "Queue"] == {"tasks", "push"} and values["QueueLag", "stat"] == {"p99"}
+    assert values["PushDeliveries", "Outcome"] == {"delivered", "failed", "refused"}
+    assert values["StoreDuration", "Operation"] == STORE_OPERATIONS and values["StoreDuration", "stat"] == {"p99"}
+    # The queues, the dead-letter queues and the busiest functions, by their deployed names.
+    shown = {(ns, metric, dims) for _, ns, metric, dims, _ in metrics}
+    for queue in ("WorkQueue", "PushQueue"):
+        for metric in ("ApproximateAgeOfOldestMessage", "ApproximateNumberOfMessagesVisible"):
+            assert ("AWS/SQS", metric, (("QueueName", f"<{queue}.QueueName>"),)) in shown, (queue, metric)
+    for dlq in ("WorkDeadLetterQueue", "PushDeadLetterQueue"):
+        assert ("AWS/SQS", "ApproximateNumberOfMessagesVisible", (("QueueName", f"<{dlq}.QueueName>"),)) in shown
+    for fn in ("HttpSendMessageFunction", "HttpJsonRpcFunction", "HttpStreamFunction", "SqsTaskRunnerFunction"):
+        for metric in ("Errors", "Throttles", "Duration"):
+            assert ("AWS/Lambda", metric, (("FunctionName", f"<{fn}>"),)) in shown, (fn, metric)
+    assert {m[4] for m in metrics if m[2] == "Duration"} == {"p99"}
+    # The alarm status widget names alarms of this template.
+    (alarms,) = [w["properties"]["alarms"] for w in widgets if w["type"] == "alarm"]
+    for arn in alarms:
+        name = re.fullmatch(r"<(\w+)\.Arn>", arn).group(1)
+        assert RESOURCES[name]["Type"] == "AWS::CloudWatch::Alarm", arn
+    url = TEMPLATE["Outputs"]["DashboardUrl"]["Value"]["Fn::Sub"]
+    assert url == ("https://${AWS::Region}.console.aws.amazon.com/cloudwatch/home?region=${AWS::Region}"
+                   "#dashboards:name=${AWS::StackName}-a2a")
+
+
+def test_observability_alarms():
+    """Server errors and failed turns on the functions' EMF metrics (the namespace and Service they
+    emit under), and the age of the oldest message of each queue; every alarm notifies AlarmTopicArn."""
+    env = GLOBALS["Environment"]["Variables"]
+    expected = {
+        "ServerErrorsAlarm": (env["A2A_METRICS_NAMESPACE"], "OperationErrors",
+                              [{"Name": "Service", "Value": env["A2A_METRICS_SERVICE"]}],
+                              "Sum", {"Ref": "ErrorAlarmThreshold"}),
+        "FailedTurnsAlarm": (env["A2A_METRICS_NAMESPACE"], "TasksFinished",
+                             [{"Name": "Service", "Value": env["A2A_METRICS_SERVICE"]},
+                              {"Name": "State", "Value": "TASK_STATE_FAILED"}],
+                             "Sum", 1),
+        "WorkQueueAgeAlarm": ("AWS/SQS", "ApproximateAgeOfOldestMessage",
+                              [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["WorkQueue", "QueueName"]}}],
+                              "Maximum", {"Ref": "QueueAgeAlarmSeconds"}),
+        "PushQueueAgeAlarm": ("AWS/SQS", "ApproximateAgeOfOldestMessage",
+                              [{"Name": "QueueName", "Value": {"Fn::GetAtt": ["PushQueue", "QueueName"]}}],
+                              "Maximum", {"Ref": "QueueAgeAlarmSeconds"}),
+    }
+    for name, (namespace, metric, dims, stat, threshold) in expected.items():
+        res = RESOURCES[name]
+        assert res["Type"] == "AWS::CloudWatch::Alarm" and "Condition" not in res, name
+        p = res["Properties"]
+        assert (p["Namespace"], p["MetricName"], p["Dimensions"]) == (namespace, metric, dims), name
+        assert (p["Statistic"], p["Period"], p["EvaluationPeriods"]) == (stat, 300, 1), name
+        assert p["Threshold"] == threshold and p["ComparisonOperator"] == "GreaterThanOrEqualToThreshold", name
+        assert p["TreatMissingData"] == "notBreaching", name
+        if namespace != "AWS/SQS":
+            assert tuple(d["Name"] for d in dims) in EMF_METRICS[metric], name
+    for name, res in RESOURCES.items():
+        if res["Type"] == "AWS::CloudWatch::Alarm":
+            assert res["Properties"]["AlarmActions"] == ALARM_ACTIONS, name
