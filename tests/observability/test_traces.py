@@ -49,13 +49,13 @@ def backend_args(backend):
     return ["--backend", "aws", "--create-resources"]
 
 
-def start_agent():
+def start_agent(word_delay="0"):
     """The Python example agent (examples/agents/python/agent.py); it prints the traceparent of each run."""
     port = free_port()
     log = LOGS / f"observability-agent-{port}.log"
     proc = subprocess.Popen(
         [sys.executable, str(ROOT / "examples/agents/python/agent.py"), str(port)],
-        stdout=open(log, "w"), stderr=subprocess.STDOUT, env={**os.environ, "WORD_DELAY": "0"},
+        stdout=open(log, "w"), stderr=subprocess.STDOUT, env={**os.environ, "WORD_DELAY": word_delay},
     )
     for _ in range(100):  # bounded: 10 s
         if "listening" in log.read_text():
@@ -253,3 +253,81 @@ def test_with_tracing_on_the_exporter_runs_on_its_own_thread(receiver):
         assert exporter_threads(proc.pid) == ["otlp-export"]
     finally:
         stop(proc)
+
+
+def metric_points(receiver):
+    """{metric name: [(attributes, point)]} of everything the receiver got."""
+    from otlp import _value
+
+    out = {}
+    with receiver.lock:
+        requests = list(receiver.metrics)
+    for req in requests:
+        for rm in req.resource_metrics:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    data = getattr(m, m.WhichOneof("data"))
+                    for p in data.data_points:
+                        attrs = {kv.key: _value(kv.value) for kv in p.attributes}
+                        out.setdefault(m.name, []).append((attrs, p, m.unit))
+    return out
+
+
+def test_metrics_arrive_with_the_documented_names(receiver):
+    agent_url, agent, _ = start_agent()
+    base, proc = host(receiver, "memory", "--agent-url", agent_url, env={"OTEL_METRIC_EXPORT_INTERVAL": "300"})
+    try:
+        _, _, parent = traceparent()
+        hook, received = webhook_receiver()
+        task = send(base, parent, hook.replace("/hook", "/hook/secret-path"))
+        stream = httpx.post(base, json={"jsonrpc": "2.0", "id": 2, "method": "GetTask", "params": {"id": "missing"}},
+                            headers={"X-API-Key": API_KEY, "A2A-Version": "1.0"}, timeout=10)
+        assert stream.json()["error"]["code"] == -32001
+        wanted = {"a2a.server.operation.duration", "a2a.tasks.finished", "a2a.agent.turn.duration", "a2a.queue.lag",
+                  "a2a.push.deliveries", "a2a.store.operation.duration"}
+        points = receiver.wait_for(lambda r: (lambda p: p if wanted <= set(p) else None)(metric_points(r)),
+                                   what="the metrics")
+        ops = {(a["gen_ai.agent.a2a.operation.name"], a["a2a.outcome"], a.get("error.type")) for a, _, _ in
+               points["a2a.server.operation.duration"]}
+        assert ("SendMessage", "ok", None) in ops
+        assert ("GetTask", "client_error", "TASK_NOT_FOUND") in ops
+        assert all(unit == "s" for _, _, unit in points["a2a.server.operation.duration"])
+        finished = {a["gen_ai.agent.a2a.status"]: p.as_int for a, p, _ in points["a2a.tasks.finished"]}
+        assert finished.get("TASK_STATE_COMPLETED", 0) >= 1
+        turns = [p.count for a, p, _ in points["a2a.agent.turn.duration"] if a["gen_ai.agent.a2a.status"] == "TASK_STATE_COMPLETED"]
+        assert turns and max(turns) >= 1
+        assert any(a["messaging.destination.name"] == "tasks" and p.count >= 1 for a, p, _ in points["a2a.queue.lag"])
+        assert any(a["a2a.push.outcome"] == "delivered" and a["a2a.push.attempt"] == "1" and p.as_int >= 1
+                   for a, p, _ in points["a2a.push.deliveries"])
+        store_ops = {a["a2a.store.operation"] for a, _, _ in points["a2a.store.operation.duration"]}
+        assert {"create", "load", "update"} <= store_ops
+        assert received and task["id"]
+    finally:
+        stop(proc, agent)
+
+
+def test_open_streams_are_counted(receiver):
+    agent_url, agent, _ = start_agent(word_delay="0.2")
+    base, proc = host(receiver, "memory", "--agent-url", agent_url, env={"OTEL_METRIC_EXPORT_INTERVAL": "100"})
+
+    def streams(r):
+        return [p.as_int for a, p, _ in metric_points(r).get("a2a.server.active_streams", [])
+                if a["gen_ai.agent.a2a.operation.name"] == "SendStreamingMessage"]
+
+    try:
+        words = " ".join(f"w{i}" for i in range(15))  # about 3 s of chunks
+        body = {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                "params": {"message": {"messageId": uuid.uuid4().hex, "role": "ROLE_USER", "parts": [{"text": words}]}}}
+        headers = {"X-API-Key": API_KEY, "A2A-Version": "1.0", "Accept": "text/event-stream"}
+        with httpx.stream("POST", base, json=body, headers=headers, timeout=20) as r:
+            assert r.status_code == 200
+            lines = r.iter_lines()
+            next(lines)
+            # Counted while it lives...
+            receiver.wait_for(lambda r: 1 in streams(r), seconds=5, what="the open stream counted")
+            for _ in lines:
+                pass
+        # ...and no longer once it ended.
+        receiver.wait_for(lambda r: streams(r)[-1:] == [0], what="the open-streams gauge back at 0")
+    finally:
+        stop(proc, agent)

@@ -280,6 +280,7 @@ fn main() -> Result<(), String> {
         timestamps: true,
         service: "a2a-local".into(),
         otel: args.otel.settings(),
+        emf: None,
     })?;
     let served = serve(args);
     // Spans still buffered leave before the process does.

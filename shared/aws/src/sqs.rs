@@ -84,6 +84,26 @@ pub fn trace_of(m: &Message) -> Option<TraceContext> {
     }
 }
 
+/// Records the queue lag of a message first delivered now: from `SentTimestamp` (milliseconds
+/// since the epoch, as SQS reports it) to now. A redelivery's lag would count its backoff too: not
+/// recorded.
+pub fn record_lag(queue: Queue, sent_ms: Option<&str>, receive_count: u32) {
+    use a2a_telemetry::metrics::{self, Measurement};
+    if !metrics::is_on() || receive_count > 1 {
+        return;
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+    if let Some(sent) = sent_ms.and_then(|s| s.parse::<u128>().ok()).filter(|s| *s <= now) {
+        #[allow(clippy::cast_precision_loss)] // milliseconds of queue lag fit an f64 exactly
+        let seconds = (now - sent) as f64 / 1000.0;
+        metrics::record(Measurement::QueueLag { queue, seconds });
+    }
+}
+
+fn sent_timestamp(m: &Message) -> Option<&str> {
+    m.attributes().and_then(|a| a.get(&MessageSystemAttributeName::SentTimestamp)).map(String::as_str)
+}
+
 /// A deduplication id: at most 128 characters from a fixed alphabet, so hash the natural key.
 fn dedup_id(key: &str) -> String {
     Sha256::digest(key.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
@@ -227,6 +247,7 @@ async fn receive(client: &Client, url: &str, poll: PollSettings, max: i32) -> Re
         .message_system_attribute_names(MessageSystemAttributeName::MessageGroupId)
         .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
         .message_system_attribute_names(MessageSystemAttributeName::AwsTraceHeader)
+        .message_system_attribute_names(MessageSystemAttributeName::SentTimestamp)
         .message_attribute_names(TRACEPARENT)
         .message_attribute_names(TRACESTATE)
         .send()
@@ -339,6 +360,7 @@ impl WorkPoller {
                 }
             })
         };
+        record_lag(Queue::Tasks, sent_timestamp(&m), receive_count(&m));
         let span = spans::queue_process(SQS, Queue::Tasks, job.task_id(), receive_count(&m), trace_of(&m).as_ref());
         spans::message_sent(&span, m.message_id());
         let result = self.runner.handle_attempt(job, receive_count(&m)).instrument(span).await;
@@ -401,6 +423,7 @@ impl PushPoller {
     }
 
     async fn deliver(&self, m: &Message) -> Result<Option<Duration>> {
+        record_lag(Queue::Push, sent_timestamp(m), receive_count(m));
         let span = spans::queue_process(SQS, Queue::Push, "", receive_count(m), trace_of(m).as_ref());
         spans::message_sent(&span, m.message_id());
         attempt_push(

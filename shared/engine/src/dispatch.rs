@@ -156,7 +156,43 @@ impl serde::Serialize for Output {
 /// Runs `op` for a caller allowed it (the authenticator's per-operation check comes first). A task result comes with the sequence number of the last event it reflects (sent as
 /// the [`a2a_protocol::sse::TASK_SEQ_HEADER`] header, so that an edge hub can continue from there).
 pub async fn call(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<(Output, Option<u64>)> {
+    use a2a_telemetry::metrics::{self, Measurement, Outcome};
     op.trace();
+    let operation = op.operation().name();
+    let started = metrics::start();
+    let result = run(engine, ctx, op).await;
+    if started.is_some() {
+        let (outcome, error) = match &result {
+            Ok(_) => (Outcome::Ok, None),
+            Err(e) => (Outcome::of_status(e.spec().http_status), Some(e.spec().reason)),
+        };
+        let seconds = metrics::seconds_since(started);
+        metrics::record(Measurement::Operation { operation, outcome, error, seconds });
+        if let Ok((Output::Stream(stream), seq)) = result {
+            return Ok((Output::Stream(counted(stream, operation)), seq));
+        }
+    }
+    result
+}
+
+/// A stream counted among the open ones while it lives.
+fn counted(stream: ResponseStream, operation: &'static str) -> ResponseStream {
+    use a2a_telemetry::metrics::{self, Measurement};
+    struct Open(&'static str);
+    impl Drop for Open {
+        fn drop(&mut self) {
+            metrics::record(Measurement::Streams { operation: self.0, delta: -1 });
+        }
+    }
+    metrics::record(Measurement::Streams { operation, delta: 1 });
+    let open = Open(operation);
+    Box::pin(futures::StreamExt::map(stream, move |item| {
+        let _ = &open;
+        item
+    }))
+}
+
+async fn run(engine: &Arc<Engine>, ctx: &CallContext, op: Op) -> Result<(Output, Option<u64>)> {
     engine.auth.authorize(&ctx.principal, op.operation())?;
     let output = match op {
         Op::SendMessage(r) => {

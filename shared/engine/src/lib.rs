@@ -18,6 +18,7 @@ pub mod dispatch;
 pub mod engine;
 pub mod executor;
 pub mod memory;
+pub mod metered_store;
 #[cfg(feature = "oidc")]
 pub mod oidc;
 pub mod ops;

@@ -85,11 +85,22 @@ impl Deliverer {
         a2a_telemetry::context::continue_trace(&span, job.trace.as_ref());
         spans::delivery(&span, &job.config.task_id, &job.config.id, job.attempt);
         let outcome = self.attempt(job).instrument(span.clone()).await;
-        match &outcome {
-            Outcome::Delivered(status) => spans::call_outcome(&span, Some(*status), None),
-            Outcome::Refused(_) => spans::call_outcome(&span, None, Some("refused")),
-            Outcome::Failed(_) => spans::call_outcome(&span, None, Some("failed")),
-        }
+        let label = match &outcome {
+            Outcome::Delivered(status) => {
+                spans::call_outcome(&span, Some(*status), None);
+                "delivered"
+            }
+            Outcome::Refused(_) => {
+                spans::call_outcome(&span, None, Some("refused"));
+                "refused"
+            }
+            Outcome::Failed(_) => {
+                spans::call_outcome(&span, None, Some("failed"));
+                "failed"
+            }
+        };
+        let measured = a2a_telemetry::metrics::Measurement::PushDelivery { outcome: label, attempt: job.attempt };
+        a2a_telemetry::metrics::record(measured);
         outcome
     }
 

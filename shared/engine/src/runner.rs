@@ -17,6 +17,7 @@ use crate::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
 use crate::ports::Job;
 use a2a_protocol::error::Result;
 use a2a_protocol::types::{Message, TaskState};
+use a2a_telemetry::metrics::{self, Measurement};
 use a2a_telemetry::spans;
 
 /// Which run of a turn a job asks for.
@@ -103,8 +104,16 @@ impl Runner {
         };
         let span = spans::invoke_agent(&self.engine.card.card.name, task_id, &ctx.context_id, &ctx.run_id, attempt);
         let sink = EventSink::new(self.engine.recorder.clone(), task_id.to_string());
+        let started = metrics::start();
         let result = self.run_turn(task_id, ctx, sink.clone(), cancel).instrument(span.clone()).await;
         let ended = sink.last_state().map_or("", TaskState::as_str);
+        if started.is_some() {
+            let seconds = metrics::seconds_since(started);
+            metrics::record(Measurement::Turn { state: ended, seconds });
+            if sink.last_state().is_some_and(TaskState::is_terminal) {
+                metrics::record(Measurement::TaskFinished { state: ended });
+            }
+        }
         let failed =
             result.is_err() || sink.last_state().is_some_and(|s| matches!(s, TaskState::Failed | TaskState::Rejected));
         let (events, chunks) = sink.counts();
@@ -176,7 +185,11 @@ impl Runner {
     ) -> tokio::task::JoinHandle<()> {
         use crate::memory::IN_PROCESS_QUEUE;
         tokio::spawn(async move {
-            while let Some(crate::memory::Queued { job, trace }) = jobs.recv().await {
+            while let Some(crate::memory::Queued { job, trace, sent }) = jobs.recv().await {
+                if sent.is_some() {
+                    let seconds = metrics::seconds_since(sent);
+                    metrics::record(Measurement::QueueLag { queue: spans::Queue::Tasks, seconds });
+                }
                 let runner = self.clone();
                 let span =
                     spans::queue_process(IN_PROCESS_QUEUE, spans::Queue::Tasks, job.task_id(), 1, trace.as_ref());

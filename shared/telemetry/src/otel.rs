@@ -77,7 +77,7 @@ impl OtelSettings {
 /// The exporter's HTTP client: reqwest on a one-thread runtime owned by the exporter, so that an
 /// export never waits for (or blocks) a thread of the host's runtime.
 #[derive(Debug)]
-struct ExportClient {
+pub(crate) struct ExportClient {
     client: reqwest::Client,
     runtime: &'static tokio::runtime::Runtime,
 }
@@ -87,7 +87,7 @@ struct ExportClient {
 static EXPORT_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
 impl ExportClient {
-    fn new() -> Result<Self, String> {
+    pub(crate) fn new() -> Result<Self, String> {
         let runtime = match EXPORT_RUNTIME.get() {
             Some(rt) => rt,
             None => {
@@ -165,12 +165,8 @@ pub(crate) fn build_provider(settings: &OtelSettings, default_service: &str) -> 
         }
     }
     .map_err(|e| format!("the OTLP span exporter: {e}"))?;
-    let mut resource = Resource::builder();
-    if var("OTEL_SERVICE_NAME").is_none() {
-        resource =
-            resource.with_service_name(settings.service_name.clone().unwrap_or_else(|| default_service.to_string()));
-    }
-    let mut provider = SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource.build());
+    let mut provider =
+        SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource(settings, default_service));
     if let Some(ratio) = settings.sample_ratio {
         if !(0.0..=1.0).contains(&ratio) {
             return Err(format!("the trace sample ratio must be between 0 and 1, not {ratio}"));
@@ -178,6 +174,22 @@ pub(crate) fn build_provider(settings: &OtelSettings, default_service: &str) -> 
         provider = provider.with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio))));
     }
     Ok(provider.build())
+}
+
+/// The resource spans and metrics are exported under: `OTEL_SERVICE_NAME` (or the flag, or the
+/// host's name) and `OTEL_RESOURCE_ATTRIBUTES`.
+pub(crate) fn resource(settings: &OtelSettings, default_service: &str) -> Resource {
+    let mut resource = Resource::builder();
+    if var("OTEL_SERVICE_NAME").is_none() {
+        resource =
+            resource.with_service_name(settings.service_name.clone().unwrap_or_else(|| default_service.to_string()));
+    }
+    resource.build()
+}
+
+/// True unless `OTEL_METRICS_EXPORTER=none`: metrics go where traces go.
+pub(crate) fn metrics_enabled() -> bool {
+    var("OTEL_METRICS_EXPORTER").is_none_or(|v| v != "none")
 }
 
 /// The tracer the `tracing` layer writes to.

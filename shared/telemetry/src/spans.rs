@@ -184,7 +184,7 @@ pub enum Queue {
 }
 
 impl Queue {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             Self::Tasks => "tasks",
             Self::Push => "push",

@@ -5,6 +5,7 @@
 use std::fmt::{self, Write as _};
 
 use opentelemetry::trace::TraceContextExt;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -16,7 +17,10 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
+use crate::emf::{Emf, EmfSettings};
+use crate::metrics::Sink;
 use crate::otel::{self, OtelSettings};
+use crate::otel_metrics::{self, OtelMetrics};
 use crate::spans::attr;
 
 /// How log lines look and where they go.
@@ -45,12 +49,15 @@ pub struct Settings {
     /// The service's name in traces when `OTEL_SERVICE_NAME` does not give one.
     pub service: String,
     pub otel: OtelSettings,
+    /// CloudWatch EMF metrics on stdout, flushed with the spans (Lambda).
+    pub emf: Option<EmfSettings>,
 }
 
 /// The installed subscriber; keeps the span provider so that it can be flushed.
 #[derive(Debug)]
 pub struct Telemetry {
     provider: Option<SdkTracerProvider>,
+    meters: Option<SdkMeterProvider>,
 }
 
 /// Targets whose spans and events never reach the OpenTelemetry layer: the exporter's own
@@ -64,6 +71,18 @@ impl Telemetry {
     pub fn init(settings: Settings) -> Result<Self, String> {
         let provider =
             if settings.otel.enabled() { Some(otel::build_provider(&settings.otel, &settings.service)?) } else { None };
+        let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+        let meters = if settings.otel.enabled() && otel::metrics_enabled() {
+            let resource = otel::resource(&settings.otel, &settings.service);
+            let meters = otel_metrics::build_provider(&settings.otel, resource)?;
+            sinks.push(Box::new(OtelMetrics::new(&meters)));
+            Some(meters)
+        } else {
+            None
+        };
+        if let Some(emf) = settings.emf.clone() {
+            sinks.push(Box::new(Emf::new(emf)));
+        }
         let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into());
         let format = Correlated { json: settings.format == LogFormat::Json, timestamps: settings.timestamps };
         let writer = settings.target;
@@ -92,7 +111,8 @@ impl Telemetry {
         if provider.is_some() {
             crate::context::install(Box::new(otel::OtelPropagation));
         }
-        Ok(Self { provider })
+        crate::metrics::install(sinks);
+        Ok(Self { provider, meters })
     }
 
     /// True when spans are exported.
@@ -100,19 +120,30 @@ impl Telemetry {
         self.provider.is_some()
     }
 
-    /// Sends every finished span now (blocks until the collector answered or the export timed out).
+    /// Sends every finished span and the metrics now (blocks until the collector answered or the
+    /// export timed out; EMF lines are written).
     pub fn flush(&self) {
         if let Some(p) = &self.provider {
             if let Err(e) = p.force_flush() {
                 tracing::warn!(target: "a2a::telemetry", error = %e, "flushing spans failed");
             }
         }
+        if let Some(m) = &self.meters {
+            if let Err(e) = m.force_flush() {
+                tracing::warn!(target: "a2a::telemetry", error = %e, "flushing metrics failed");
+            }
+        }
+        crate::metrics::flush();
     }
 
-    /// Flushes and stops the exporter (at shutdown).
+    /// Flushes and stops the exporters (at shutdown).
     pub fn shutdown(&self) {
+        crate::metrics::flush();
         if let Some(p) = &self.provider {
             let _ = p.shutdown();
+        }
+        if let Some(m) = &self.meters {
+            let _ = m.shutdown();
         }
     }
 }

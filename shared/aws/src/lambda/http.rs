@@ -86,7 +86,7 @@ pub async fn handle(service: &Service, serves: Endpoint, event: Request) -> Resp
     // Events this call recorded (a new turn, a cancel) reach the edge, and its spans the collector,
     // before the container freezes.
     service.engine.hub.flush().await;
-    super::flush_spans().await;
+    super::flush_telemetry().await;
     let (parts, body) = resp.into_parts();
     let bytes = match body {
         Body::Full(b) => b,
@@ -138,7 +138,7 @@ pub async fn handle_streaming(service: &Service, event: Request) -> Response<Str
     let resp = service.handle(req).instrument(span.clone()).await;
     answered(&span, &resp);
     drop(span);
-    super::flush_spans().await;
+    super::flush_telemetry().await;
     let (parts, body) = resp.into_parts();
     let frames = match body {
         Body::Full(b) => futures::stream::iter([Ok(Frame::data(b))]).boxed(),

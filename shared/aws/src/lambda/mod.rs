@@ -35,12 +35,14 @@ static TELEMETRY: std::sync::OnceLock<a2a_telemetry::Telemetry> = std::sync::Onc
 /// exported when the `OTEL_*` variables name a collector (docs/observability.md), under the
 /// function's name unless `OTEL_SERVICE_NAME` gives one.
 pub fn init_tracing() {
-    use a2a_telemetry::{LogFormat, LogTarget, OtelSettings, Settings, Telemetry};
+    use a2a_telemetry::{EmfSettings, LogFormat, LogTarget, OtelSettings, Settings, Telemetry};
+    let service = env("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "a2a-lambda".into());
     let settings = Settings {
         format: LogFormat::Json,
         target: LogTarget::Stdout,
         timestamps: false,
-        service: env("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|| "a2a-lambda".into()),
+        emf: EmfSettings::from_env(&service),
+        service,
         otel: OtelSettings::from_env(),
     };
     match Telemetry::init(settings) {
@@ -52,11 +54,16 @@ pub fn init_tracing() {
     }
 }
 
-/// Sends the invocation's spans before it ends (a frozen container exports nothing). The export
-/// runs on the exporter's own thread; this waits for it off the runtime's threads.
-pub async fn flush_spans() {
-    if TELEMETRY.get().is_some_and(a2a_telemetry::Telemetry::is_tracing) {
-        let _ = tokio::task::spawn_blocking(|| TELEMETRY.get().map(a2a_telemetry::Telemetry::flush)).await;
+/// Sends the invocation's spans and metrics before it ends (a frozen container exports nothing):
+/// EMF lines are written, OTLP exports run on the exporter's own thread, waited for off the
+/// runtime's threads.
+pub async fn flush_telemetry() {
+    match TELEMETRY.get() {
+        Some(t) if t.is_tracing() => {
+            let _ = tokio::task::spawn_blocking(|| TELEMETRY.get().map(a2a_telemetry::Telemetry::flush)).await;
+        }
+        Some(t) => t.flush(),
+        None => {}
     }
 }
 

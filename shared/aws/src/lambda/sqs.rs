@@ -62,8 +62,13 @@ fn trace_of(record: &SqsMessage) -> Option<TraceContext> {
     }
 }
 
-/// The CONSUMER span of one record.
+/// The CONSUMER span of one record (and its queue lag, measured).
 fn process_span(queue: Queue, task_id: &str, record: &SqsMessage) -> tracing::Span {
+    crate::sqs::record_lag(
+        queue,
+        record.attributes.get("SentTimestamp").map(String::as_str),
+        attempt_of(&record.attributes),
+    );
     let span = spans::queue_process(SQS, queue, task_id, attempt_of(&record.attributes), trace_of(record).as_ref());
     spans::message_sent(&span, record.message_id.as_deref());
     span
@@ -123,7 +128,7 @@ pub async fn run_tasks(deps: &Deps, runner: &Runner, event: SqsEvent) -> SqsBatc
         }
     }
     deps.engine.hub.flush().await;
-    super::flush_spans().await;
+    super::flush_telemetry().await;
     batch.response
 }
 
@@ -159,7 +164,7 @@ pub async fn deliver_pushes(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
         }
         batch.fail(&record);
     }
-    super::flush_spans().await;
+    super::flush_telemetry().await;
     batch.response
 }
 

@@ -77,16 +77,17 @@ pub struct EnginePorts {
 
 impl Engine {
     pub fn new(ports: EnginePorts, card: CardService, config: EngineConfig) -> Self {
+        let (store, push_configs) = crate::metered_store::Metered::wrap(ports.store, ports.push_configs);
         let recorder = Arc::new(Recorder {
-            store: ports.store.clone(),
+            store: store.clone(),
             hub: ports.hub.clone(),
-            push_configs: ports.push_configs.clone(),
+            push_configs: push_configs.clone(),
             push_queue: ports.push_queue,
             clock: ports.clock.clone(),
         });
         Self {
-            store: ports.store,
-            push_configs: ports.push_configs,
+            store,
+            push_configs,
             queue: ports.queue,
             hub: ports.hub,
             clock: ports.clock,

@@ -103,6 +103,8 @@ pub struct MemoryWorkQueue {
 pub struct Queued {
     pub job: Job,
     pub trace: Option<a2a_telemetry::TraceContext>,
+    /// When it was queued (only while metrics are on: the queue lag).
+    pub sent: Option<std::time::Instant>,
 }
 
 /// `messaging.system` of the in-process queues.
@@ -120,7 +122,8 @@ impl WorkQueue for MemoryWorkQueue {
     async fn enqueue(&self, job: Job) -> Result<()> {
         use a2a_telemetry::spans::{queue_send, Queue};
         let trace = queue_send(IN_PROCESS_QUEUE, Queue::Tasks, job.task_id()).in_scope(a2a_telemetry::context::current);
-        self.tx.send(Queued { job, trace }).map_err(|_| A2aError::internal("the task runner has stopped"))
+        let sent = a2a_telemetry::metrics::start();
+        self.tx.send(Queued { job, trace, sent }).map_err(|_| A2aError::internal("the task runner has stopped"))
     }
 }
 
