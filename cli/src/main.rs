@@ -44,9 +44,17 @@ What an agent cannot make a2a do:
 #[derive(Debug, Parser)]
 #[command(name = "a2a", version, about, after_help = GUARANTEES)]
 struct Cli {
-    /// Print protocol objects as JSON, one per line (for scripts).
+    /// Print protocol objects as JSON, one per line (for scripts); the command's trace id goes to
+    /// stderr as `{"traceId": ...}`.
     #[arg(long, global = true)]
     json: bool,
+    /// A W3C traceparent every call of the command continues (the agent's spans join the caller's
+    /// trace); default: a new trace per command.
+    #[arg(long, global = true, env = "TRACEPARENT")]
+    traceparent: Option<String>,
+    /// The trace this command's calls carry (from --traceparent, or new).
+    #[arg(skip)]
+    trace: Option<a2a::telemetry::TraceContext>,
     /// API key (sent in the header the card's apiKey scheme names, default X-API-Key). Credentials
     /// never follow a redirect to another origin: such a redirect is refused.
     #[arg(long, global = true, env = "A2A_API_KEY", hide_env_values = true)]
@@ -229,7 +237,21 @@ impl Exit {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    let trace = match cli.traceparent.as_deref() {
+        None => a2a::telemetry::TraceContext::new_root(),
+        Some(given) => match a2a::telemetry::TraceContext::parse(given, None) {
+            Some(trace) => trace,
+            None => {
+                eprintln!("a2a: --traceparent is not a W3C traceparent (00-<32 hex>-<16 hex>-<2 hex>)");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    if cli.json {
+        eprintln!("{}", serde_json::json!({ "traceId": trace.trace_id() }));
+    }
+    cli.trace = Some(trace);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
@@ -261,6 +283,7 @@ impl Cli {
             timeout: Duration::from_secs(self.timeout.max(1)),
             max_answer_bytes: self.max_answer_size,
             stream_time: Duration::from_secs(self.max_time.max(1)),
+            trace: self.trace.clone(),
             ..ClientOptions::default()
         }
     }

@@ -175,6 +175,13 @@ def test_one_trace_from_the_client_through_the_queue_to_the_agent_and_the_webhoo
         got = [h.get("traceparent", "") for h, _ in received]
         assert got and all(p.split("-")[1] == trace_id and p.split("-")[2] in ids for p in got), got
 
+        if backend == "aws":
+            # The AWS SDK's own spans of each call, inside the host's.
+            calls = [s for s in spans if s["attrs"].get("rpc.system") == "aws-api"]
+            assert {"DynamoDB", "SQS"} <= {s["attrs"]["rpc.service"] for s in calls}, [s["name"] for s in calls]
+            send_call = [s for s in calls if s["name"] == "SQS.SendMessage" and s["parent"] == produce["span_id"]]
+            assert send_call, [(s["name"], s["parent"]) for s in calls]
+
         no_secrets(receiver.spans)
     finally:
         stop(proc, agent)
@@ -331,3 +338,36 @@ def test_open_streams_are_counted(receiver):
         receiver.wait_for(lambda r: streams(r)[-1:] == [0], what="the open-streams gauge back at 0")
     finally:
         stop(proc, agent)
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "GRPC"])
+def test_the_cli_starts_or_continues_a_trace(receiver, binding):
+    a2a = os.environ.get("A2A_BIN")
+    if not a2a:
+        pytest.fail("A2A_BIN is not set (run through scripts/test)")
+    grpc_port = free_port()
+    base, proc = host(receiver, "memory", "--agent", "echo", "--grpc-addr", f"127.0.0.1:{grpc_port}")
+    env = {**os.environ, "A2A_API_KEY": API_KEY}
+    try:
+        # A new trace per command; --json names it on stderr.
+        r = subprocess.run([a2a, "--json", "--binding", binding, "send", base, "traced"], capture_output=True,
+                           text=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr
+        trace_id = json.loads(r.stderr.splitlines()[0])["traceId"]
+        assert len(trace_id) == 32
+        servers = receiver.wait_for(lambda r: [s for s in by_kind(r.trace(trace_id), "server")
+                                               if s["name"] == "SendMessage"], what="the CLI's trace")
+        assert servers[0]["attrs"]["gen_ai.agent.a2a.protocol"] == binding
+        # A given traceparent is continued.
+        given, caller, parent = traceparent()
+        r = subprocess.run([a2a, "--binding", binding, "--traceparent", parent, "send", base, "traced"],
+                           capture_output=True, text=True, timeout=60, env=env)
+        assert r.returncode == 0, r.stderr
+        [server] = receiver.wait_for(lambda r: [s for s in by_kind(r.trace(given), "server") if s["name"] == "SendMessage"],
+                                     what="the continued trace")
+        assert server["parent"] == caller
+        bad = subprocess.run([a2a, "--traceparent", "nonsense", "card", base], capture_output=True, text=True,
+                             timeout=60, env=env)
+        assert bad.returncode == 2 and "traceparent" in bad.stderr
+    finally:
+        stop(proc)

@@ -59,7 +59,8 @@ impl EdgeSettings {
 }
 
 enum Command {
-    Publish(String, EventRecord),
+    /// An event of a task, with the trace it was recorded in (the publish call continues it).
+    Publish(String, EventRecord, Option<a2a_telemetry::TraceContext>),
     Flush(oneshot::Sender<()>),
 }
 
@@ -95,7 +96,8 @@ impl EdgePublisher {
 impl StreamHub for EdgePublisher {
     fn publish(&self, task_id: &str, event: &EventRecord) {
         self.inner.publish(task_id, event);
-        let _ = self.tx.send(Command::Publish(task_id.to_string(), event.clone()));
+        let trace = a2a_telemetry::context::current();
+        let _ = self.tx.send(Command::Publish(task_id.to_string(), event.clone(), trace));
     }
 
     fn subscribe(&self, task_id: &str) -> BoxStream<'static, HubMessage> {
@@ -137,11 +139,11 @@ impl Sender {
                     Command::Flush(done) => {
                         let _ = done.send(());
                     }
-                    Command::Publish(task_id, first) => {
+                    Command::Publish(task_id, first, trace) => {
                         let mut events = vec![first];
                         while events.len() < MAX_BATCH {
                             match queue.pop_front() {
-                                Some(Command::Publish(t, ev)) if t == task_id => events.push(ev),
+                                Some(Command::Publish(t, ev, _)) if t == task_id => events.push(ev),
                                 Some(other) => {
                                     queue.push_front(other);
                                     break;
@@ -149,7 +151,11 @@ impl Sender {
                                 None => break,
                             }
                         }
-                        self.send(PublishBatch { task_id, events }).await;
+                        // One CLIENT span per batch, in the trace of its first event.
+                        let span = a2a_telemetry::spans::client(a2a_telemetry::spans::Callee::Edge, "POST", &self.url);
+                        a2a_telemetry::context::continue_trace(&span, trace.as_ref());
+                        let send = self.send(PublishBatch { task_id, events });
+                        tracing::Instrument::instrument(send, span).await;
                     }
                 }
             }
@@ -162,9 +168,12 @@ impl Sender {
         let mut delay = Duration::from_millis(100);
         for attempt in 1..=self.settings.max_attempts {
             let now = chrono::Utc::now().timestamp();
+            let mut trace = http::HeaderMap::new();
+            a2a_telemetry::context::inject(&mut trace);
             let request = self
                 .client
                 .post(&self.url)
+                .headers(trace)
                 .header(http::header::CONTENT_TYPE, "application/json")
                 .header(signature::TIMESTAMP_HEADER, now.to_string())
                 .header(signature::SIGNATURE_HEADER, signature::sign(self.settings.secret.as_bytes(), now, &body))

@@ -60,10 +60,11 @@ pub struct Telemetry {
     meters: Option<SdkMeterProvider>,
 }
 
-/// Targets whose spans and events never reach the OpenTelemetry layer: the exporter's own
-/// internals (which would trace their own exports) and transport chatter.
+/// What the OpenTelemetry layer takes: the host's spans (info) and the AWS SDK's per-call spans
+/// (`DynamoDB.GetItem`, `SQS.SendMessage`, ..., which the SDK opens at debug level); never the
+/// exporter's own internals (which would trace their own exports) or transport chatter.
 const NOT_TRACED: &str =
-    "info,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,hyper=off,h2=off,reqwest=off,tonic=off,tower=off,lambda_runtime=off,lambda_runtime_api_client=off";
+    "info,aws_sdk_dynamodb=debug,aws_sdk_sqs=debug,aws_sdk_kms=debug,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,hyper=off,h2=off,reqwest=off,tonic=off,tower=off,lambda_runtime=off,lambda_runtime_api_client=off";
 
 impl Telemetry {
     /// Installs the subscriber for the process (once; a second call fails). Log level from
