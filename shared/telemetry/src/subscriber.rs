@@ -14,7 +14,6 @@ use tracing_subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
 use tracing_subscriber::fmt::FmtContext;
 use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer};
 
 use crate::emf::{Emf, EmfSettings};
@@ -70,6 +69,15 @@ impl Telemetry {
     /// Installs the subscriber for the process (once; a second call fails). Log level from
     /// `RUST_LOG` (default `info`).
     pub fn init(settings: Settings) -> Result<Self, String> {
+        let (telemetry, dispatch) = Self::build(settings)?;
+        tracing::dispatcher::set_global_default(dispatch)
+            .map_err(|e| format!("installing the tracing subscriber: {e}"))?;
+        Ok(telemetry)
+    }
+
+    /// The subscriber as a [`tracing::Dispatch`] for the caller to install (a test sets it as the
+    /// thread's default); the trace propagation and the metric sinks are installed for the process.
+    pub fn build(settings: Settings) -> Result<(Self, tracing::Dispatch), String> {
         let provider =
             if settings.otel.enabled() { Some(otel::build_provider(&settings.otel, &settings.service)?) } else { None };
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
@@ -103,17 +111,12 @@ impl Telemetry {
                 .with_tracked_inactivity(false)
                 .with_filter(EnvFilter::new(NOT_TRACED))
         });
-        tracing_subscriber::registry()
-            .with(logs)
-            .with(Correlation)
-            .with(traces)
-            .try_init()
-            .map_err(|e| format!("installing the tracing subscriber: {e}"))?;
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(logs).with(Correlation).with(traces));
         if provider.is_some() {
             crate::context::install(Box::new(otel::OtelPropagation));
         }
         crate::metrics::install(sinks);
-        Ok(Self { provider, meters })
+        Ok((Self { provider, meters }, dispatch))
     }
 
     /// True when spans are exported.

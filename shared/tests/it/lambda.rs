@@ -28,7 +28,7 @@ use serde_json::{json, Value};
 
 const TASK_ID: &str = "ef9f775b-88b9-5707-8613-11ab00b8d6bb";
 
-fn fixture(name: &str) -> String {
+pub(crate) fn fixture(name: &str) -> String {
     std::fs::read_to_string(format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"))).unwrap()
 }
 
@@ -47,14 +47,14 @@ async fn call(deps: &Deps, endpoint: Endpoint, name: &str) -> (u16, Value) {
     (status, body)
 }
 
-struct World {
-    http: Deps,
-    runner: Deps,
-    sqs: aws_sdk_sqs::Client,
-    work_url: String,
+pub(crate) struct World {
+    pub(crate) http: Deps,
+    pub(crate) runner: Deps,
+    pub(crate) sqs: aws_sdk_sqs::Client,
+    pub(crate) work_url: String,
 }
 
-async fn world(webhook: &str) -> World {
+pub(crate) async fn world(webhook: &str) -> World {
     world_with(webhook, 3).await
 }
 

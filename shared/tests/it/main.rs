@@ -21,3 +21,4 @@ mod signing;
 mod sqs;
 mod ssrf;
 mod stores;
+mod telemetry;
