@@ -134,22 +134,34 @@ impl WorkQueue for SqsWorkQueue {
         };
         let body = serde_json::to_string(&job).map_err(|e| A2aError::internal(e.to_string()))?;
         let span = spans::queue_send(SQS, Queue::Tasks, job.task_id());
-        let send = async {
-            with_trace(self.client.send_message())
-                .queue_url(&self.url)
-                .message_body(body)
-                .message_group_id(group)
-                .message_deduplication_id(dedup)
-                .send()
-                .await
-        };
-        let sent = send.instrument(span.clone()).await.map_err(|e| {
-            spans::failed(&span, "SendMessage");
-            sqs_err("SendMessage", e)
-        })?;
-        spans::message_sent(&span, sent.message_id());
-        Ok(())
+        send(&self.client, &self.url, span, body, group, dedup).await
     }
+}
+
+/// Sends one FIFO message in its PRODUCER span, with the span's trace context attached.
+async fn send(
+    client: &Client,
+    url: &str,
+    span: tracing::Span,
+    body: String,
+    group: String,
+    dedup: String,
+) -> Result<()> {
+    let call = async {
+        with_trace(client.send_message())
+            .queue_url(url)
+            .message_body(body)
+            .message_group_id(group)
+            .message_deduplication_id(dedup)
+            .send()
+            .await
+    };
+    let sent = call.instrument(span.clone()).await.map_err(|e| {
+        spans::failed(&span, "SendMessage");
+        sqs_err("SendMessage", e)
+    })?;
+    spans::message_sent(&span, sent.message_id());
+    Ok(())
 }
 
 /// What a push message carries: references only. The config (with its credentials) and the event
@@ -184,21 +196,9 @@ impl PushQueue for SqsPushQueue {
         let body = serde_json::to_string(&r).map_err(|e| A2aError::internal(e.to_string()))?;
         let span = spans::queue_send(SQS, Queue::Push, &r.task_id);
         a2a_telemetry::context::continue_trace(&span, job.trace.as_ref());
-        let send = async {
-            with_trace(self.client.send_message())
-                .queue_url(&self.url)
-                .message_body(body)
-                .message_group_id(format!("{}#{}", r.task_id, r.config_id))
-                .message_deduplication_id(dedup_id(&format!("{}\u{0}{}\u{0}{}", r.task_id, r.config_id, r.seq)))
-                .send()
-                .await
-        };
-        let sent = send.instrument(span.clone()).await.map_err(|e| {
-            spans::failed(&span, "SendMessage");
-            sqs_err("SendMessage", e)
-        })?;
-        spans::message_sent(&span, sent.message_id());
-        Ok(())
+        let group = format!("{}#{}", r.task_id, r.config_id);
+        let dedup = dedup_id(&format!("{}\u{0}{}\u{0}{}", r.task_id, r.config_id, r.seq));
+        send(&self.client, &self.url, span, body, group, dedup).await
     }
 }
 

@@ -111,15 +111,23 @@ async fn world_from(
     World { http, runner, sqs, work_url }
 }
 
-/// The event the SQS event source mapping would hand a function for these received messages.
-fn sqs_event(messages: &[aws_sdk_sqs::types::Message]) -> SqsEvent {
+/// The event the SQS event source mapping would hand a function for these received messages (with
+/// their message attributes when `with_attributes`).
+pub(crate) fn sqs_event(messages: &[aws_sdk_sqs::types::Message], with_attributes: bool) -> SqsEvent {
     let records: Vec<Value> = messages
         .iter()
         .map(|m| {
             let attrs: serde_json::Map<String, Value> =
                 m.attributes().into_iter().flatten().map(|(k, v)| (k.as_str().to_string(), json!(v))).collect();
+            let message_attrs: serde_json::Map<String, Value> = m
+                .message_attributes()
+                .into_iter()
+                .flatten()
+                .filter(|_| with_attributes)
+                .map(|(k, v)| (k.clone(), json!({"stringValue": v.string_value(), "dataType": v.data_type()})))
+                .collect();
             json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(), "attributes": attrs,
-                   "messageAttributes": {}, "eventSource": "aws:sqs", "awsRegion": "us-east-1"})
+                   "messageAttributes": message_attrs, "eventSource": "aws:sqs", "awsRegion": "us-east-1"})
         })
         .collect();
     serde_json::from_value(json!({"Records": records})).unwrap()
@@ -138,7 +146,7 @@ async fn pump(w: &World) -> usize {
         .send()
         .await
         .unwrap();
-    let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), sqs_event(got.messages())).await;
+    let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), sqs_event(got.messages(), false)).await;
     assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
     for m in got.messages() {
         w.sqs.delete_message().queue_url(&w.work_url).receipt_handle(m.receipt_handle().unwrap()).send().await.unwrap();
@@ -349,7 +357,7 @@ async fn pump_pushes(w: &World, push_url: &str, rounds: usize) {
         if got.messages().is_empty() {
             continue;
         }
-        let resp = deliver_pushes(&w.http, sqs_event(got.messages())).await;
+        let resp = deliver_pushes(&w.http, sqs_event(got.messages(), false)).await;
         for m in got.messages() {
             if !resp.batch_item_failures.iter().any(|f| Some(f.item_identifier.as_str()) == m.message_id()) {
                 w.sqs

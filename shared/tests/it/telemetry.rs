@@ -5,7 +5,7 @@
 //! is the parent. On moto.
 
 use crate::common;
-use crate::lambda::{fixture, world, World};
+use crate::lambda::{fixture, sqs_event, world, World};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,14 +13,12 @@ use std::time::Duration;
 use a2a::lambda::http::{handle, Endpoint};
 use a2a::lambda::sqs::run_tasks;
 use a2a::telemetry::{LogFormat, LogTarget, OtelSettings, Settings, Telemetry};
-use aws_lambda_events::event::sqs::SqsEvent;
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
 use parking_lot::Mutex;
 use prost::Message as _;
-use serde_json::{json, Value};
 
 /// A span as the receiver got it.
 #[derive(Debug, Clone)]
@@ -101,24 +99,7 @@ async fn run_queued(w: &World, with_attributes: bool) -> usize {
         .send()
         .await
         .unwrap();
-    let records: Vec<Value> = got
-        .messages()
-        .iter()
-        .map(|m| {
-            let attrs: serde_json::Map<String, Value> =
-                m.attributes().into_iter().flatten().map(|(k, v)| (k.as_str().to_string(), json!(v))).collect();
-            let message_attrs: serde_json::Map<String, Value> = m
-                .message_attributes()
-                .into_iter()
-                .flatten()
-                .filter(|_| with_attributes)
-                .map(|(k, v)| (k.clone(), json!({"stringValue": v.string_value(), "dataType": v.data_type()})))
-                .collect();
-            json!({"messageId": m.message_id(), "receiptHandle": m.receipt_handle(), "body": m.body(),
-                   "attributes": attrs, "messageAttributes": message_attrs, "eventSource": "aws:sqs"})
-        })
-        .collect();
-    let event: SqsEvent = serde_json::from_value(json!({ "Records": records })).unwrap();
+    let event = sqs_event(got.messages(), with_attributes);
     let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), event).await;
     assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
     for m in got.messages() {
