@@ -371,3 +371,41 @@ def test_the_cli_starts_or_continues_a_trace(receiver, binding):
         assert bad.returncode == 2 and "traceparent" in bad.stderr
     finally:
         stop(proc)
+
+
+def test_otlp_over_grpc():
+    """`--otlp-protocol grpc`: the same spans reach an OTLP/gRPC receiver (grpcio, the official service)."""
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+    got = []
+
+    class Traces(trace_service_pb2_grpc.TraceServiceServicer):
+        def Export(self, request, context):  # noqa: N802 (the service's name)
+            got.extend(s for rs in request.resource_spans for ss in rs.scope_spans for s in ss.spans)
+            return trace_service_pb2.ExportTraceServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    receiver = Receiver()  # unused by this host: it proves nothing goes over HTTP instead
+    base, proc = host(receiver, "memory", "--otlp-protocol", "grpc",
+                      env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_METRICS_EXPORTER": "none"})
+    try:
+        trace_id, caller, parent = traceparent()
+        hook, _ = webhook_receiver()
+        send(base, parent, hook)
+        for _ in range(100):  # bounded: 10 s
+            if any(s.trace_id.hex() == trace_id and s.name == "SendMessage" for s in got):
+                break
+            time.sleep(0.1)
+        [server_span] = [s for s in got if s.trace_id.hex() == trace_id and s.name == "SendMessage"]
+        assert server_span.parent_span_id.hex() == caller
+        assert receiver.requests == 0
+    finally:
+        stop(proc)
+        server.stop(0)
+        receiver.close()

@@ -86,20 +86,103 @@ pub(crate) struct ExportClient {
 /// another runtime).
 static EXPORT_RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
 
+/// The exporters' runtime: one thread, `otlp-export`, started with the first exporter.
+pub(crate) fn export_runtime() -> Result<&'static tokio::runtime::Runtime, String> {
+    if let Some(rt) = EXPORT_RUNTIME.get() {
+        return Ok(rt);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .thread_name("otlp-export")
+        .enable_all()
+        .build()
+        .map_err(|e| format!("the OTLP export runtime: {e}"))?;
+    Ok(EXPORT_RUNTIME.get_or_init(|| rt))
+}
+
+/// `fut` polled with the export runtime's context (its reactor and timers), from whatever thread
+/// polls it (the SDK's batch thread, a flushing caller).
+#[cfg(feature = "otlp-grpc")]
+fn in_export_context<'a, T>(
+    handle: tokio::runtime::Handle,
+    fut: impl std::future::Future<Output = T> + Send + 'a,
+) -> impl std::future::Future<Output = T> + Send + 'a {
+    let mut fut = Box::pin(fut);
+    std::future::poll_fn(move |cx| {
+        let _context = handle.enter();
+        fut.as_mut().poll(cx)
+    })
+}
+
+/// A gRPC (tonic) exporter run in the export runtime's context: tonic's channel needs a tokio
+/// reactor, which the SDK's export thread does not have.
+#[cfg(feature = "otlp-grpc")]
+#[derive(Debug)]
+pub(crate) struct OnExportRuntime<E> {
+    inner: E,
+    handle: tokio::runtime::Handle,
+}
+
+#[cfg(feature = "otlp-grpc")]
+impl<E> OnExportRuntime<E> {
+    /// Builds the exporter inside the export runtime (its channel's tasks live there).
+    pub(crate) fn build<B>(build: impl FnOnce() -> Result<E, B>) -> Result<Result<Self, B>, String> {
+        let runtime = export_runtime()?;
+        let _context = runtime.enter();
+        Ok(build().map(|inner| Self { inner, handle: runtime.handle().clone() }))
+    }
+}
+
+#[cfg(feature = "otlp-grpc")]
+impl<E: opentelemetry_sdk::trace::SpanExporter> opentelemetry_sdk::trace::SpanExporter for OnExportRuntime<E> {
+    async fn export(&self, batch: Vec<opentelemetry_sdk::trace::SpanData>) -> opentelemetry_sdk::error::OTelSdkResult {
+        in_export_context(self.handle.clone(), self.inner.export(batch)).await
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
+        let _context = self.handle.enter();
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+        let _context = self.handle.enter();
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+#[cfg(feature = "otlp-grpc")]
+impl<E: opentelemetry_sdk::metrics::exporter::PushMetricExporter>
+    opentelemetry_sdk::metrics::exporter::PushMetricExporter for OnExportRuntime<E>
+{
+    async fn export(
+        &self,
+        metrics: &opentelemetry_sdk::metrics::data::ResourceMetrics,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        in_export_context(self.handle.clone(), self.inner.export(metrics)).await
+    }
+
+    fn force_flush(&self) -> opentelemetry_sdk::error::OTelSdkResult {
+        let _context = self.handle.enter();
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> opentelemetry_sdk::error::OTelSdkResult {
+        let _context = self.handle.enter();
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn temporality(&self) -> opentelemetry_sdk::metrics::Temporality {
+        self.inner.temporality()
+    }
+}
+
 impl ExportClient {
     pub(crate) fn new() -> Result<Self, String> {
-        let runtime = match EXPORT_RUNTIME.get() {
-            Some(rt) => rt,
-            None => {
-                let rt = tokio::runtime::Builder::new_multi_thread()
-                    .worker_threads(1)
-                    .thread_name("otlp-export")
-                    .enable_all()
-                    .build()
-                    .map_err(|e| format!("the OTLP export runtime: {e}"))?;
-                EXPORT_RUNTIME.get_or_init(|| rt)
-            }
-        };
+        let runtime = export_runtime()?;
         let client = reqwest::Client::builder()
             .timeout(EXPORT_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
@@ -137,36 +220,32 @@ impl HttpClient for ExportClient {
 pub(crate) fn build_provider(settings: &OtelSettings, default_service: &str) -> Result<SdkTracerProvider, String> {
     use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
 
-    let protocol = settings.protocol.as_deref().unwrap_or("http/protobuf");
-    let exporter = match protocol {
-        "http/protobuf" => {
-            let mut builder = opentelemetry_otlp::SpanExporter::builder()
+    let failed = |e: opentelemetry_otlp::ExporterBuildError| format!("the OTLP span exporter: {e}");
+    let builder = SdkTracerProvider::builder();
+    let builder = match protocol(settings)? {
+        Protocol::Http => {
+            let mut exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
                 .with_http_client(ExportClient::new()?);
             if let Some(base) = &settings.endpoint {
-                builder = builder.with_endpoint(format!("{}/v1/traces", base.trim_end_matches('/')));
+                exporter = exporter.with_endpoint(format!("{}/v1/traces", base.trim_end_matches('/')));
             }
-            builder.build()
+            builder.with_batch_exporter(exporter.build().map_err(failed)?)
         }
         #[cfg(feature = "otlp-grpc")]
-        "grpc" => {
-            let mut builder = opentelemetry_otlp::SpanExporter::builder().with_tonic();
-            if let Some(base) = &settings.endpoint {
-                builder = builder.with_endpoint(base.clone());
-            }
-            builder.build()
+        Protocol::Grpc => {
+            let exporter = OnExportRuntime::build(|| {
+                let mut exporter = opentelemetry_otlp::SpanExporter::builder().with_tonic();
+                if let Some(base) = &settings.endpoint {
+                    exporter = exporter.with_endpoint(base.clone());
+                }
+                exporter.build()
+            })?;
+            builder.with_batch_exporter(exporter.map_err(failed)?)
         }
-        other => {
-            return Err(format!(
-                "OTEL_EXPORTER_OTLP_PROTOCOL={other} is not supported by this build (use http/protobuf{})",
-                if cfg!(feature = "otlp-grpc") { " or grpc" } else { "" }
-            ))
-        }
-    }
-    .map_err(|e| format!("the OTLP span exporter: {e}"))?;
-    let mut provider =
-        SdkTracerProvider::builder().with_batch_exporter(exporter).with_resource(resource(settings, default_service));
+    };
+    let mut provider = builder.with_resource(resource(settings, default_service));
     if let Some(ratio) = settings.sample_ratio {
         if !(0.0..=1.0).contains(&ratio) {
             return Err(format!("the trace sample ratio must be between 0 and 1, not {ratio}"));
@@ -174,6 +253,26 @@ pub(crate) fn build_provider(settings: &OtelSettings, default_service: &str) -> 
         provider = provider.with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio))));
     }
     Ok(provider.build())
+}
+
+/// How the exporters reach the collector.
+pub(crate) enum Protocol {
+    Http,
+    #[cfg(feature = "otlp-grpc")]
+    Grpc,
+}
+
+/// `OTEL_EXPORTER_OTLP_PROTOCOL` (or the flag): what this build can send.
+pub(crate) fn protocol(settings: &OtelSettings) -> Result<Protocol, String> {
+    match settings.protocol.as_deref().unwrap_or("http/protobuf") {
+        "http/protobuf" => Ok(Protocol::Http),
+        #[cfg(feature = "otlp-grpc")]
+        "grpc" => Ok(Protocol::Grpc),
+        other => Err(format!(
+            "OTEL_EXPORTER_OTLP_PROTOCOL={other} is not supported by this build (use http/protobuf{})",
+            if cfg!(feature = "otlp-grpc") { " or grpc" } else { "" }
+        )),
+    }
 }
 
 /// The resource spans and metrics are exported under: `OTEL_SERVICE_NAME` (or the flag, or the

@@ -8,7 +8,9 @@ use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::Resource;
 
 use crate::metrics::{attempt_label, Measurement, Sink};
-use crate::otel::{ExportClient, OtelSettings};
+#[cfg(feature = "otlp-grpc")]
+use crate::otel::OnExportRuntime;
+use crate::otel::{protocol, ExportClient, OtelSettings, Protocol};
 use crate::spans::attr;
 
 /// Bucket bounds (seconds) for request, turn, lag and store durations: 1 ms to 5 min.
@@ -18,28 +20,32 @@ const SECONDS: [f64; 17] =
 /// The meter provider exporting to the collector the traces go to.
 pub(crate) fn build_provider(settings: &OtelSettings, resource: Resource) -> Result<SdkMeterProvider, String> {
     use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
-    let exporter = match settings.protocol.as_deref().unwrap_or("http/protobuf") {
-        #[cfg(feature = "otlp-grpc")]
-        "grpc" => {
-            let mut builder = opentelemetry_otlp::MetricExporter::builder().with_tonic();
-            if let Some(base) = &settings.endpoint {
-                builder = builder.with_endpoint(base.clone());
-            }
-            builder.build()
-        }
-        _ => {
-            let mut builder = opentelemetry_otlp::MetricExporter::builder()
+    let failed = |e: opentelemetry_otlp::ExporterBuildError| format!("the OTLP metric exporter: {e}");
+    let builder = SdkMeterProvider::builder();
+    let builder = match protocol(settings)? {
+        Protocol::Http => {
+            let mut exporter = opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
                 .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
                 .with_http_client(ExportClient::new()?);
             if let Some(base) = &settings.endpoint {
-                builder = builder.with_endpoint(format!("{}/v1/metrics", base.trim_end_matches('/')));
+                exporter = exporter.with_endpoint(format!("{}/v1/metrics", base.trim_end_matches('/')));
             }
-            builder.build()
+            builder.with_periodic_exporter(exporter.build().map_err(failed)?)
         }
-    }
-    .map_err(|e| format!("the OTLP metric exporter: {e}"))?;
-    Ok(SdkMeterProvider::builder().with_periodic_exporter(exporter).with_resource(resource).build())
+        #[cfg(feature = "otlp-grpc")]
+        Protocol::Grpc => {
+            let exporter = OnExportRuntime::build(|| {
+                let mut exporter = opentelemetry_otlp::MetricExporter::builder().with_tonic();
+                if let Some(base) = &settings.endpoint {
+                    exporter = exporter.with_endpoint(base.clone());
+                }
+                exporter.build()
+            })?;
+            builder.with_periodic_exporter(exporter.map_err(failed)?)
+        }
+    };
+    Ok(builder.with_resource(resource).build())
 }
 
 /// The instruments.
