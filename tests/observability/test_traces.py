@@ -2,8 +2,10 @@
 `traceparent` → a2a-local's SERVER span → the queue hop (send, then process; SQS on --backend aws,
 moto) → `invoke_agent` → the CLIENT span of the call to the Python example agent (which receives a
 `traceparent` of the same trace) → the CLIENT span of the webhook delivery (whose receiver gets one
-too). Also: gRPC metadata carries the trace, log lines carry trace and task ids, no span holds message
-text, tokens or a webhook's path, and with tracing off no exporter runs and nothing is sent.
+too). Also: gRPC metadata carries the trace, the gateway carries it to an upstream A2A agent, the CLI
+starts or continues one, log lines carry trace and task ids, metrics arrive with their documented
+names, OTLP over gRPC works, no span holds message text, tokens or a webhook's path, and with tracing
+off no exporter runs and nothing is sent.
 Needs $A2A_LOCAL_BIN and, for the AWS half, the moto variables scripts/test exports."""
 
 import json
@@ -409,3 +411,29 @@ def test_otlp_over_grpc():
         stop(proc)
         server.stop(0)
         receiver.close()
+
+
+def test_the_gateway_carries_the_trace_to_the_upstream_agent(receiver):
+    # The upstream: an A2A agent (a2a-local with the echo agent) exporting to the same receiver.
+    upstream, upstream_proc = host(receiver, "memory", "--agent", "echo", log_name="observability-upstream.log")
+    base, proc = host(receiver, "memory", "--agent-a2a", upstream, log_name="observability-gateway.log",
+                      env={"AGENT_A2A_API_KEY": API_KEY})
+    try:
+        trace_id, _, parent = traceparent()
+        hook, _ = webhook_receiver()
+        task = send(base, parent, hook)
+        assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+
+        def joined(r):
+            spans = r.trace(trace_id)
+            calls = by_kind(spans, "client", "POST a2a")
+            servers = [s for s in by_kind(spans, "server") if s["parent"] in {c["span_id"] for c in calls}]
+            return (spans, calls, servers) if calls and servers else None
+
+        spans, [call], servers = receiver.wait_for(joined, what="the upstream's server span")
+        assert all(s["name"] in ("SendStreamingMessage", "SendMessage", "GetTask") for s in servers), servers
+        [turn] = [s for s in spans if s["name"].startswith("invoke_agent") and s["span_id"] == call["parent"]]
+        assert turn["attrs"]["gen_ai.agent.a2a.task_id"] == task["id"]
+        no_secrets(receiver.spans)
+    finally:
+        stop(proc, upstream_proc)
