@@ -161,6 +161,12 @@ def test_one_trace_from_the_client_through_the_queue_to_the_agent_and_the_webhoo
         assert turn["attrs"]["gen_ai.conversation.id"] == task["contextId"]
         assert turn["attrs"]["gen_ai.agent.a2a.status"] == "TASK_STATE_COMPLETED"
         assert turn["attrs"]["gen_ai.agent.a2a.artifact_chunks"] >= 2
+        # The turn's events: each status change and artifact chunk, with states and counts only.
+        states = [a["gen_ai.agent.a2a.status"] for n, a in turn["events"] if n == "a2a.status_update"]
+        assert states[0] == "TASK_STATE_WORKING" and states[-1] == "TASK_STATE_COMPLETED", states
+        chunks = [a for n, a in turn["events"] if n == "a2a.artifact_update"]
+        assert len(chunks) == turn["attrs"]["gen_ai.agent.a2a.artifact_chunks"]
+        assert chunks[-1]["a2a.artifact.last_chunk"] is True and all(c["a2a.parts"] == 1 for c in chunks)
         [call] = by_kind(spans, "client", "POST agent")
         assert call["parent"] == turn["span_id"]
         assert call["attrs"]["server.address"] == "127.0.0.1"

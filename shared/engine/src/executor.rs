@@ -12,6 +12,7 @@ use crate::auth::Principal;
 use crate::engine::{AgentEvent, Recorder};
 use a2a_protocol::error::A2aError;
 use a2a_protocol::types::{Artifact, Message, Part, Task, TaskState};
+use a2a_telemetry::spans::TurnEvent;
 
 /// What the executor is asked to do.
 #[derive(Debug, Clone)]
@@ -122,6 +123,18 @@ impl From<A2aError> for SinkError {
     }
 }
 
+/// How an event shows on the turn's span.
+fn turn_event(event: &AgentEvent) -> Option<TurnEvent<'static>> {
+    Some(match event {
+        AgentEvent::Status { state, .. } => TurnEvent::Status { state: state.as_str() },
+        AgentEvent::Artifact { artifact, append, last_chunk } => {
+            TurnEvent::Artifact { append: *append, last_chunk: *last_chunk, parts: artifact.parts.len() }
+        }
+        AgentEvent::Message(m) => TurnEvent::Message { parts: m.parts.len() },
+        _ => return None,
+    })
+}
+
 /// The agent's side of a task. Implementations must be cheap to share (`Arc`).
 ///
 /// An agent that streams its answer as one artifact in chunks (the `agent/` crate's starting
@@ -170,6 +183,8 @@ pub struct EventSink {
     /// What this sink committed: the state after the last event, and how many events and artifact
     /// chunks (for the turn's span).
     committed: Arc<parking_lot::Mutex<Tally>>,
+    /// The turn's span: each committed event is one of its events (disabled while not tracing).
+    span: tracing::Span,
 }
 
 #[derive(Debug, Default)]
@@ -181,7 +196,13 @@ struct Tally {
 
 impl EventSink {
     pub(crate) fn new(recorder: Arc<Recorder>, task_id: String) -> Self {
-        Self { recorder, task_id, committed: Arc::default() }
+        Self { recorder, task_id, committed: Arc::default(), span: tracing::Span::none() }
+    }
+
+    /// The sink of a traced turn: its events go on `span` too.
+    pub(crate) fn in_span(mut self, span: tracing::Span) -> Self {
+        self.span = span;
+        self
     }
 
     /// The task's state after the last event committed through this sink (`None` before any).
@@ -203,7 +224,14 @@ impl EventSink {
     async fn commit(&self, events: Vec<AgentEvent>) -> Result<(), SinkError> {
         let count = events.len() as u64;
         let chunks = events.iter().filter(|e| matches!(e, AgentEvent::Artifact { .. })).count() as u64;
+        let traced: Vec<TurnEvent<'static>> = match self.span.is_none() {
+            true => Vec::new(),
+            false => events.iter().filter_map(turn_event).collect(),
+        };
         let committed = self.recorder.record(&self.task_id, events).await?;
+        for event in traced {
+            a2a_telemetry::spans::turn_event(&self.span, event);
+        }
         let mut t = self.committed.lock();
         t.state = Some(committed.state);
         t.events += count;

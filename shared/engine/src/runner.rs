@@ -103,7 +103,7 @@ impl Runner {
             attempt: run.attempt,
         };
         let span = spans::invoke_agent(&self.engine.card.card.name, task_id, &ctx.context_id, &ctx.run_id, attempt);
-        let sink = EventSink::new(self.engine.recorder.clone(), task_id.to_string());
+        let sink = EventSink::new(self.engine.recorder.clone(), task_id.to_string()).in_span(span.clone());
         let started = metrics::start();
         let result = self.run_turn(task_id, ctx, sink.clone(), cancel).instrument(span.clone()).await;
         let ended = sink.last_state().map_or("", TaskState::as_str);

@@ -173,6 +173,16 @@ pub trait Propagation: Send + Sync + 'static {
     fn set_parent(&self, span: &tracing::Span, parent: &TraceContext);
     /// Renames `span`, also once started (a server span learns its operation after it began).
     fn rename(&self, span: &tracing::Span, name: &'static str);
+    /// Adds an event (a point in time with attributes) to `span`.
+    fn event(&self, span: &tracing::Span, name: &'static str, attributes: Vec<(&'static str, EventValue)>);
+}
+
+/// An attribute value of a span event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum EventValue {
+    Str(String),
+    Int(i64),
+    Bool(bool),
 }
 
 static PROPAGATION: OnceLock<Box<dyn Propagation>> = OnceLock::new();
@@ -196,6 +206,13 @@ pub fn current() -> Option<TraceContext> {
 pub fn inject(headers: &mut HeaderMap) {
     if let Some(context) = current() {
         context.write_headers(headers);
+    }
+}
+
+/// Adds an event to `span` (a no-op while tracing is off).
+pub fn event(span: &tracing::Span, name: &'static str, attributes: Vec<(&'static str, EventValue)>) {
+    if let Some(propagation) = PROPAGATION.get().filter(|_| !span.is_none()) {
+        propagation.event(span, name, attributes);
     }
 }
 

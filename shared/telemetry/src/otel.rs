@@ -20,7 +20,7 @@ use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
 use opentelemetry_sdk::Resource;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
-use crate::context::{Propagation, TraceContext};
+use crate::context::{EventValue, Propagation, TraceContext};
 
 /// Largest answer read from a collector (its body is an export response: a few bytes).
 const MAX_COLLECTOR_ANSWER: usize = 64 * 1024;
@@ -310,6 +310,18 @@ impl Propagation for OtelPropagation {
         let parent = format!("00-{}-{}-{:02x}", sc.trace_id(), sc.span_id(), sc.trace_flags().to_u8());
         let state = sc.trace_state().header();
         TraceContext::parse(&parent, Some(state.as_str()))
+    }
+
+    fn event(&self, span: &tracing::Span, name: &'static str, attributes: Vec<(&'static str, EventValue)>) {
+        let attributes = attributes
+            .into_iter()
+            .map(|(k, v)| match v {
+                EventValue::Str(s) => opentelemetry::KeyValue::new(k, s),
+                EventValue::Int(i) => opentelemetry::KeyValue::new(k, i),
+                EventValue::Bool(b) => opentelemetry::KeyValue::new(k, b),
+            })
+            .collect();
+        span.add_event(name, attributes);
     }
 
     fn rename(&self, span: &tracing::Span, name: &'static str) {

@@ -299,6 +299,42 @@ pub fn turn_ended(span: &Span, state: &str, failed: bool, events: u64, chunks: u
     outcome(span, failed, failed.then_some(kind));
 }
 
+/// What the agent recorded during its turn: an event on the `invoke_agent` span (counts and states,
+/// never contents).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEvent<'a> {
+    /// A status change (`gen_ai.agent.a2a.status`).
+    Status { state: &'a str },
+    /// An artifact chunk: whether it extends the artifact, whether it is the last one, its parts.
+    Artifact { append: bool, last_chunk: bool, parts: usize },
+    /// A message from the agent, with its parts.
+    Message { parts: usize },
+}
+
+/// Adds `event` to the turn's span.
+pub fn turn_event(span: &Span, event: TurnEvent<'_>) {
+    use context::EventValue::{Bool, Int, Str};
+    if span.is_none() {
+        return;
+    }
+    let count = |n: usize| Int(i64::try_from(n).unwrap_or(i64::MAX));
+    match event {
+        TurnEvent::Status { state } => {
+            context::event(span, "a2a.status_update", vec![(attr::STATUS, Str(state.into()))])
+        }
+        TurnEvent::Artifact { append, last_chunk, parts } => context::event(
+            span,
+            "a2a.artifact_update",
+            vec![
+                ("a2a.artifact.append", Bool(append)),
+                ("a2a.artifact.last_chunk", Bool(last_chunk)),
+                ("a2a.parts", count(parts)),
+            ],
+        ),
+        TurnEvent::Message { parts } => context::event(span, "a2a.message", vec![("a2a.parts", count(parts))]),
+    }
+}
+
 /// What a call the host makes is for (names the CLIENT span).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Callee {
