@@ -111,7 +111,10 @@ impl Telemetry {
                 .with_tracked_inactivity(false)
                 .with_filter(EnvFilter::new(NOT_TRACED))
         });
-        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(logs).with(Correlation).with(traces));
+        // Both tracing layers only exist (and only enable callsites, under the same filter) while
+        // tracing is on: an unfiltered layer would enable every debug callsite of every crate.
+        let correlation = provider.as_ref().map(|_| Correlation.with_filter(EnvFilter::new(NOT_TRACED)));
+        let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(logs).with(correlation).with(traces));
         if provider.is_some() {
             crate::context::install(Box::new(otel::OtelPropagation));
         }
