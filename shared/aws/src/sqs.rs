@@ -75,13 +75,8 @@ fn with_trace(send: SendMessageFluentBuilder) -> SendMessageFluentBuilder {
 /// The trace a received message was sent in: its `traceparent` attribute, else `AWSTraceHeader`.
 pub fn trace_of(m: &Message) -> Option<TraceContext> {
     let text = |k: &str| m.message_attributes().and_then(|a| a.get(k)).and_then(|v| v.string_value());
-    match text(TRACEPARENT) {
-        Some(parent) => TraceContext::parse(parent, text(TRACESTATE)),
-        None => m
-            .attributes()
-            .and_then(|a| a.get(&MessageSystemAttributeName::AwsTraceHeader))
-            .and_then(|h| TraceContext::from_xray(h)),
-    }
+    let xray = m.attributes().and_then(|a| a.get(&MessageSystemAttributeName::AwsTraceHeader));
+    TraceContext::from_carrier(text(TRACEPARENT), text(TRACESTATE), xray.map(String::as_str))
 }
 
 /// Records the queue lag of a message first delivered now: from `SentTimestamp` (milliseconds

@@ -142,9 +142,15 @@ impl TraceContext {
     /// From a request's headers: `traceparent` (with `tracestate`), else X-Ray's header.
     pub fn from_headers(headers: &HeaderMap) -> Option<Self> {
         let text = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-        match text(TRACEPARENT) {
-            Some(parent) => Self::parse(parent, text(TRACESTATE)),
-            None => text(XRAY_HEADER).and_then(Self::from_xray),
+        Self::from_carrier(text(TRACEPARENT), text(TRACESTATE), text(XRAY_HEADER))
+    }
+
+    /// From what a carrier holds (headers, a queue message's attributes): `traceparent` (with
+    /// `tracestate`) when present, else X-Ray's form.
+    pub fn from_carrier(traceparent: Option<&str>, tracestate: Option<&str>, xray: Option<&str>) -> Option<Self> {
+        match traceparent {
+            Some(parent) => Self::parse(parent, tracestate),
+            None => xray.and_then(Self::from_xray),
         }
     }
 

@@ -44,8 +44,13 @@ struct Key {
     dimensions: Vec<(&'static str, String)>,
     /// The dimension sets (each after `Service`) CloudWatch aggregates by.
     sets: &'static [&'static [&'static str]],
+}
+
+impl Key {
     /// Counts are summed; durations kept as values.
-    summed: bool,
+    fn summed(&self) -> bool {
+        self.unit == "Count"
+    }
 }
 
 pub(crate) struct Emf {
@@ -61,7 +66,7 @@ impl Emf {
     fn add(&self, key: Key, value: f64) {
         let mut held = self.held.lock();
         let values = held.entry(key.clone()).or_default();
-        match (key.summed, values.first_mut()) {
+        match (key.summed(), values.first_mut()) {
             (true, Some(sum)) => *sum += value,
             _ => values.push(value),
         }
@@ -113,7 +118,7 @@ fn key(
     dimensions: Vec<(&'static str, String)>,
     sets: &'static [&'static [&'static str]],
 ) -> Key {
-    Key { name, unit, dimensions, sets, summed: unit == "Count" }
+    Key { name, unit, dimensions, sets }
 }
 
 impl Sink for Emf {

@@ -57,14 +57,15 @@ pub fn server(method: &http::Method, path: &str, headers: &HeaderMap, protocol: 
         Protocol::Grpc => Some("grpc"),
         Protocol::HttpJson => None,
     };
+    let route = low_cardinality_path(path);
     let span = tracing::info_span!(
         target: "a2a::server",
         "request",
-        "otel.name" = %format_args!("{method} {}", low_cardinality_path(path)),
+        "otel.name" = %format_args!("{method} {route}"),
         "otel.kind" = "server",
         "otel.status_code" = Empty,
         "http.request.method" = %method,
-        "url.path" = low_cardinality_path(path),
+        "url.path" = route,
         "http.response.status_code" = Empty,
         "rpc.system" = rpc_system,
         "rpc.method" = Empty,
@@ -127,7 +128,6 @@ pub fn task(task_id: &str, context_id: &str) {
     }
     if !context_id.is_empty() {
         span.record(attr::CONTEXT_ID, context_id);
-        span.record(attr::CONVERSATION_ID, context_id);
     }
 }
 
@@ -195,23 +195,7 @@ impl Queue {
 /// The PRODUCER span of putting a job on a queue (`messaging.system`: `aws_sqs`, or `a2a` for the
 /// in-process queue); the job carries [`context::current`] taken inside it.
 pub fn queue_send(system: &'static str, queue: Queue, task_id: &str) -> Span {
-    if !context::is_on() {
-        return Span::none();
-    }
-    tracing::info_span!(
-        target: "a2a::queue",
-        "send",
-        "otel.name" = %format_args!("send {}", queue.as_str()),
-        "otel.kind" = "producer",
-        "otel.status_code" = Empty,
-        "messaging.system" = system,
-        "messaging.operation.type" = "send",
-        "messaging.operation.name" = "send",
-        "messaging.destination.name" = queue.as_str(),
-        "messaging.message.id" = Empty,
-        "gen_ai.agent.a2a.task_id" = (!task_id.is_empty()).then_some(task_id),
-        "error.type" = Empty,
-    )
+    queue_span("send", "producer", system, queue, task_id, None)
 }
 
 /// The CONSUMER span of handling one job taken off a queue, continuing the trace the job was sent
@@ -223,26 +207,38 @@ pub fn queue_process(
     delivery: u32,
     parent: Option<&TraceContext>,
 ) -> Span {
+    let span = queue_span("process", "consumer", system, queue, task_id, Some(delivery));
+    context::continue_trace(&span, parent);
+    span
+}
+
+/// A messaging span (OpenTelemetry messaging conventions) of `operation` (`send`, `process`).
+fn queue_span(
+    operation: &'static str,
+    kind: &'static str,
+    system: &'static str,
+    queue: Queue,
+    task_id: &str,
+    delivery: Option<u32>,
+) -> Span {
     if !context::is_on() {
         return Span::none();
     }
-    let span = tracing::info_span!(
+    tracing::info_span!(
         target: "a2a::queue",
-        "process",
-        "otel.name" = %format_args!("process {}", queue.as_str()),
-        "otel.kind" = "consumer",
+        "queue",
+        "otel.name" = %format_args!("{operation} {}", queue.as_str()),
+        "otel.kind" = kind,
         "otel.status_code" = Empty,
         "messaging.system" = system,
-        "messaging.operation.type" = "process",
-        "messaging.operation.name" = "process",
+        "messaging.operation.type" = operation,
+        "messaging.operation.name" = operation,
         "messaging.destination.name" = queue.as_str(),
         "messaging.message.id" = Empty,
-        "messaging.delivery_count" = i64::from(delivery),
+        "messaging.delivery_count" = delivery.map(i64::from),
         "gen_ai.agent.a2a.task_id" = (!task_id.is_empty()).then_some(task_id),
         "error.type" = Empty,
-    );
-    context::continue_trace(&span, parent);
-    span
+    )
 }
 
 /// The id the queue gave the message the current span sent or handles.

@@ -62,7 +62,7 @@ pub struct Telemetry {
 /// What the OpenTelemetry layer takes: the host's spans (info) and the AWS SDK's per-call spans
 /// (`DynamoDB.GetItem`, `SQS.SendMessage`, ..., which the SDK opens at debug level); never the
 /// exporter's own internals (which would trace their own exports) or transport chatter.
-const NOT_TRACED: &str =
+const TRACED: &str =
     "info,aws_sdk_dynamodb=debug,aws_sdk_sqs=debug,aws_sdk_kms=debug,opentelemetry=off,opentelemetry_sdk=off,opentelemetry_otlp=off,hyper=off,h2=off,reqwest=off,tonic=off,tower=off,lambda_runtime=off,lambda_runtime_api_client=off";
 
 impl Telemetry {
@@ -109,11 +109,11 @@ impl Telemetry {
             tracing_opentelemetry::layer()
                 .with_tracer(otel::tracer(p))
                 .with_tracked_inactivity(false)
-                .with_filter(EnvFilter::new(NOT_TRACED))
+                .with_filter(EnvFilter::new(TRACED))
         });
         // Both tracing layers only exist (and only enable callsites, under the same filter) while
         // tracing is on: an unfiltered layer would enable every debug callsite of every crate.
-        let correlation = provider.as_ref().map(|_| Correlation.with_filter(EnvFilter::new(NOT_TRACED)));
+        let correlation = provider.as_ref().map(|_| Correlation.with_filter(EnvFilter::new(TRACED)));
         let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(logs).with(correlation).with(traces));
         if provider.is_some() {
             crate::context::install(Box::new(otel::OtelPropagation));

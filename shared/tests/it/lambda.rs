@@ -136,6 +136,11 @@ pub(crate) fn sqs_event(messages: &[aws_sdk_sqs::types::Message], with_attribute
 /// Plays the SQS event source mapping for the task runner: receives a batch, hands it to the
 /// handler, deletes what succeeded. Returns the number of records handled.
 async fn pump(w: &World) -> usize {
+    pump_with(w, false).await
+}
+
+/// [`pump`], the records carrying their message attributes when `with_attributes`.
+pub(crate) async fn pump_with(w: &World, with_attributes: bool) -> usize {
     let got = w
         .sqs
         .receive_message()
@@ -143,10 +148,12 @@ async fn pump(w: &World) -> usize {
         .max_number_of_messages(10)
         .wait_time_seconds(1)
         .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+        .message_attribute_names("All")
         .send()
         .await
         .unwrap();
-    let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), sqs_event(got.messages(), false)).await;
+    let event = sqs_event(got.messages(), with_attributes);
+    let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), event).await;
     assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
     for m in got.messages() {
         w.sqs.delete_message().queue_url(&w.work_url).receipt_handle(m.receipt_handle().unwrap()).send().await.unwrap();

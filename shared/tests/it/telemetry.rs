@@ -5,13 +5,12 @@
 //! is the parent. On moto.
 
 use crate::common;
-use crate::lambda::{fixture, sqs_event, world, World};
+use crate::lambda::{fixture, pump_with, world};
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::lambda::http::{handle, Endpoint};
-use a2a::lambda::sqs::run_tasks;
 use a2a::telemetry::{LogFormat, LogTarget, OtelSettings, Settings, Telemetry};
 use bytes::Bytes;
 use http_body_util::BodyExt;
@@ -85,29 +84,6 @@ fn otlp_receiver() -> (String, Arc<Mutex<Vec<Received>>>) {
     (format!("http://{addr}"), spans)
 }
 
-/// Receives the work queue's messages with every attribute and hands them to the task runner as the
-/// event source mapping would (`with_attributes`: the `traceparent` message attributes too).
-async fn run_queued(w: &World, with_attributes: bool) -> usize {
-    let got = w
-        .sqs
-        .receive_message()
-        .queue_url(&w.work_url)
-        .max_number_of_messages(10)
-        .wait_time_seconds(1)
-        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
-        .message_attribute_names("All")
-        .send()
-        .await
-        .unwrap();
-    let event = sqs_event(got.messages(), with_attributes);
-    let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), event).await;
-    assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
-    for m in got.messages() {
-        w.sqs.delete_message().queue_url(&w.work_url).receipt_handle(m.receipt_handle().unwrap()).send().await.unwrap();
-    }
-    got.messages().len()
-}
-
 /// The spans of `trace_id`, once `want` of them arrived (bounded wait).
 async fn trace_of(spans: &Mutex<Vec<Received>>, telemetry: &Telemetry, trace_id: &str, want: usize) -> Vec<Received> {
     for _ in 0..100 {
@@ -159,7 +135,7 @@ async fn the_lambda_functions_join_one_trace_through_sqs() {
     let parent = format!("00-{trace_id}-{caller}-01");
     let resp = handle(&w.http.service, Endpoint::All, send_event("traced-1", ("traceparent", &parent))).await;
     assert_eq!(resp.status(), 200);
-    assert_eq!(run_queued(&w, true).await, 1);
+    assert_eq!(pump_with(&w, true).await, 1);
     let trace = trace_of(&spans, &telemetry, trace_id, 4).await;
     let server = one(&trace, "SendMessage", SpanKind::Server);
     assert_eq!(server.parent, caller);
@@ -175,7 +151,7 @@ async fn the_lambda_functions_join_one_trace_through_sqs() {
     let xray = "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1";
     let resp = handle(&w.http.service, Endpoint::All, send_event("traced-2", ("x-amzn-trace-id", xray))).await;
     assert_eq!(resp.status(), 200);
-    assert_eq!(run_queued(&w, false).await, 1);
+    assert_eq!(pump_with(&w, false).await, 1);
     let trace = trace_of(&spans, &telemetry, "5759e988bd862e3fe1be46a994272793", 4).await;
     let server = one(&trace, "SendMessage", SpanKind::Server);
     assert_eq!(server.parent, "53995c3f42cd8ad8");

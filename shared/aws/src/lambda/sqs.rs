@@ -53,13 +53,10 @@ impl FifoBatch {
 
 /// The trace a record was sent in: its `traceparent` attribute, else `AWSTraceHeader`.
 fn trace_of(record: &SqsMessage) -> Option<TraceContext> {
+    use a2a_telemetry::context::{AWS_TRACE_HEADER, TRACEPARENT, TRACESTATE};
     let text = |k: &str| record.message_attributes.get(k).and_then(|a| a.string_value.as_deref());
-    match text(a2a_telemetry::context::TRACEPARENT) {
-        Some(parent) => TraceContext::parse(parent, text(a2a_telemetry::context::TRACESTATE)),
-        None => {
-            record.attributes.get(a2a_telemetry::context::AWS_TRACE_HEADER).and_then(|h| TraceContext::from_xray(h))
-        }
-    }
+    let xray = record.attributes.get(AWS_TRACE_HEADER).map(String::as_str);
+    TraceContext::from_carrier(text(TRACEPARENT), text(TRACESTATE), xray)
 }
 
 /// The CONSUMER span of one record (and its queue lag, measured).
