@@ -93,7 +93,9 @@ def send(base, parent, hook_url):
             },
         },
     }
-    headers = {"traceparent": parent, "tracestate": "vendor=1", "X-API-Key": API_KEY, "A2A-Version": "1.0"}
+    headers = {"X-API-Key": API_KEY, "A2A-Version": "1.0"}
+    if parent:
+        headers |= {"traceparent": parent, "tracestate": "vendor=1"}
     r = httpx.post(base, json=body, headers=headers, timeout=30)
     r.raise_for_status()
     return r.json()["result"]["task"]
@@ -191,6 +193,49 @@ def test_one_trace_from_the_client_through_the_queue_to_the_agent_and_the_webhoo
             assert send_call, [(s["name"], s["parent"]) for s in calls]
 
         no_secrets(receiver.spans)
+    finally:
+        stop(proc, agent)
+
+
+def wait_for_webhook(received, count):
+    for _ in range(150):  # bounded: 15 s
+        if len(received) >= count:
+            return
+        time.sleep(0.1)
+
+
+def test_sampling_is_decided_where_the_trace_enters_and_carried_when_not_recorded(receiver):
+    """With new traces not kept (ratio 0): a caller's unsampled trace and a trace that starts here
+    export no span, yet the agent and the webhook receiver get `traceparent` of that trace with the
+    sampled flag 0 (so they do not record it either); a caller's sampled trace is still recorded
+    whole (parent-based)."""
+    agent_url, agent, agent_log = start_agent()
+    base, proc = host(receiver, "memory", "--agent-url", agent_url, "--trace-sample-ratio", "0")
+    try:
+        hook, received = webhook_receiver()
+        unsampled_trace, _, sampled_parent = traceparent()
+        unsampled_parent = f"00-{unsampled_trace}-{uuid.uuid4().hex[:16]}-00"
+        send(base, unsampled_parent, hook)
+        wait_for_webhook(received, 3)
+        send(base, None, hook)
+        wait_for_webhook(received, 6)
+        agent_runs = [line.split()[3] for line in agent_log.read_text().splitlines() if line.startswith("run ")]
+        hook_parents = [h.get("traceparent", "") for h, _ in received]
+        assert len(agent_runs) == 2 and len(hook_parents) >= 6, (agent_runs, hook_parents)
+        assert all(p.endswith("-00") for p in agent_runs + hook_parents), (agent_runs, hook_parents)
+        first, second = agent_runs[0].split("-")[1], agent_runs[1].split("-")[1]
+        assert first == unsampled_trace and second != unsampled_trace
+        assert {p.split("-")[1] for p in hook_parents} == {first, second}
+
+        # A sampled caller is followed; its spans arrive after anything the two above exported.
+        sampled_trace = sampled_parent.split("-")[1]
+        send(base, sampled_parent, hook)
+        spans = receiver.wait_for(
+            lambda r: (lambda t: t if by_kind(t, "client", "POST agent") else None)(r.trace(sampled_trace)),
+            what="the sampled trace's agent call",
+        )
+        assert {"SendMessage", "send tasks", "process tasks"} <= {s["name"] for s in spans}
+        assert {s["trace_id"] for s in receiver.spans} == {sampled_trace}, "an unsampled trace was exported"
     finally:
         stop(proc, agent)
 

@@ -79,9 +79,13 @@ impl TraceContext {
     /// A fresh trace whose caller is `self` (the CLI starting a trace without a tracer): random
     /// trace and span ids, sampled.
     pub fn new_root() -> Self {
-        let trace = uuid::Uuid::new_v4().simple().to_string();
-        let span = &uuid::Uuid::new_v4().simple().to_string()[..16];
-        Self { traceparent: format!("00-{trace}-{span}-01"), tracestate: None }
+        let span = random_u128() as u64 | 1;
+        Self { traceparent: format!("00-{:032x}-{span:016x}-01", random_u128()), tracestate: None }
+    }
+
+    /// The same caller in the same trace, not sampled (flags 00).
+    pub fn unsampled(&self) -> Self {
+        Self { traceparent: format!("{}-00", &self.traceparent[..52]), tracestate: self.tracestate.clone() }
     }
 
     pub fn traceparent(&self) -> &str {
@@ -170,11 +174,20 @@ impl TraceContext {
     }
 }
 
+/// 128 random bits (never all zero in practice): two v4 UUIDs (122 random bits each; the version
+/// and variant bits are fixed), the second turned half-way round so that it covers the first's fixed
+/// bits. A trace id's low bits decide ratio sampling, so none of them may be fixed.
+fn random_u128() -> u128 {
+    uuid::Uuid::new_v4().as_u128() ^ uuid::Uuid::new_v4().as_u128().rotate_left(64)
+}
+
 /// What the tracing pipeline provides: the current span as a context to send, and a received
 /// context made the parent of a new span.
 pub trait Propagation: Send + Sync + 'static {
     /// The context of the current span (`None` when it is not traced).
     fn current(&self) -> Option<TraceContext>;
+    /// Whether the current span's trace is recorded (`None` outside any trace).
+    fn current_sampled(&self) -> Option<bool>;
     /// Makes `parent` the parent of `span`, a span just created and not yet entered.
     fn set_parent(&self, span: &tracing::Span, parent: &TraceContext);
     /// Renames `span`, also once started (a server span learns its operation after it began).
@@ -206,6 +219,11 @@ pub fn is_on() -> bool {
 /// The context of the current span, to send with a call; `None` while tracing is off.
 pub fn current() -> Option<TraceContext> {
     PROPAGATION.get()?.current()
+}
+
+/// True inside a trace that is not recorded (see [`crate::sampling`]): no span is opened there.
+pub fn in_unsampled_trace() -> bool {
+    PROPAGATION.get().and_then(|p| p.current_sampled()) == Some(false)
 }
 
 /// Writes the current span's context into an outgoing call's headers (nothing while tracing is off).
@@ -315,6 +333,9 @@ mod tests {
         assert_eq!(TraceContext::parse(a.traceparent(), None).as_ref(), Some(&a));
         assert!(a.sampled());
         assert_ne!(a.trace_id(), b.trace_id());
+        let quiet = a.unsampled();
+        assert!(!quiet.sampled());
+        assert_eq!((quiet.trace_id(), quiet.parent_id()), (a.trace_id(), a.parent_id()));
     }
 
     #[test]

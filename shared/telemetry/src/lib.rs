@@ -5,6 +5,7 @@
 //!
 //! - [`context`]: W3C trace context (and X-Ray's header) read from requests, carried by queued jobs,
 //!   written into outgoing calls; no OpenTelemetry dependency, so every crate may use it.
+//! - [`sampling`]: head sampling: decided where a trace enters the host, followed under it.
 //! - [`spans`]: the spans and their attribute names (OpenTelemetry semantic conventions and
 //!   a2a-java's `gen_ai.agent.a2a.*`); free while tracing is off.
 //! - [`metrics`]: the measurements (operations, turns, tasks, queue lag, webhooks, store calls,
@@ -16,6 +17,7 @@
 
 pub mod context;
 pub mod metrics;
+pub mod sampling;
 pub mod spans;
 
 #[cfg(feature = "emf")]

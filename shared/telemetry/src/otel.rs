@@ -12,15 +12,17 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use opentelemetry::trace::SpanKind;
 use opentelemetry::trace::{
     SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState, TracerProvider as _,
 };
 use opentelemetry_http::{HttpClient, HttpError, Request, Response};
-use opentelemetry_sdk::trace::{Sampler, SdkTracerProvider};
+use opentelemetry_sdk::trace::{Sampler, SamplingDecision, SamplingResult, SdkTracerProvider, ShouldSample};
 use opentelemetry_sdk::Resource;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::context::{EventValue, Propagation, TraceContext};
+use crate::sampling::Sampling;
 
 /// Largest answer read from a collector (its body is an export response: a few bytes).
 const MAX_COLLECTOR_ANSWER: usize = 64 * 1024;
@@ -65,6 +67,14 @@ impl OtelSettings {
             disabled: var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true"))
                 || exporter.as_deref() == Some("none"),
             requested: exporter.as_deref() == Some("otlp") || var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_some(),
+        }
+    }
+
+    /// The sampling policy: the ratio if one was set, else `OTEL_TRACES_SAMPLER` / `_ARG`.
+    pub fn sampling(&self) -> Result<Sampling, String> {
+        match self.sample_ratio {
+            Some(ratio) => Sampling::ratio(ratio),
+            None => Sampling::parse(var("OTEL_TRACES_SAMPLER").as_deref(), var("OTEL_TRACES_SAMPLER_ARG").as_deref()),
         }
     }
 
@@ -245,14 +255,52 @@ pub(crate) fn build_provider(settings: &OtelSettings, default_service: &str) -> 
             builder.with_batch_exporter(exporter.map_err(failed)?)
         }
     };
-    let mut provider = builder.with_resource(resource(settings, default_service));
-    if let Some(ratio) = settings.sample_ratio {
-        if !(0.0..=1.0).contains(&ratio) {
-            return Err(format!("the trace sample ratio must be between 0 and 1, not {ratio}"));
-        }
-        provider = provider.with_sampler(Sampler::ParentBased(Box::new(Sampler::TraceIdRatioBased(ratio))));
+    let sampler = HostSampler::new(settings.sampling()?);
+    Ok(builder.with_resource(resource(settings, default_service)).with_sampler(sampler).build())
+}
+
+/// The SDK's sampler under head sampling ([`crate::sampling`]): a SERVER or CONSUMER span is only
+/// opened once its trace was chosen where it entered the host, so it is recorded; every other span
+/// follows its parent; a span without one (the CLI's, the AWS SDK's background calls) is a new
+/// trace, kept at the policy's ratio.
+#[derive(Debug, Clone)]
+struct HostSampler {
+    others: Sampler,
+}
+
+impl HostSampler {
+    fn new(sampling: Sampling) -> Self {
+        let root = match sampling.ratio {
+            r if r >= 1.0 => Sampler::AlwaysOn,
+            r if r <= 0.0 => Sampler::AlwaysOff,
+            r => Sampler::TraceIdRatioBased(r),
+        };
+        Self { others: Sampler::ParentBased(Box::new(root)) }
     }
-    Ok(provider.build())
+}
+
+impl ShouldSample for HostSampler {
+    fn should_sample(
+        &self,
+        parent_context: Option<&opentelemetry::Context>,
+        trace_id: TraceId,
+        name: &str,
+        span_kind: &SpanKind,
+        attributes: &[opentelemetry::KeyValue],
+        links: &[opentelemetry::trace::Link],
+    ) -> SamplingResult {
+        match span_kind {
+            SpanKind::Server | SpanKind::Consumer => SamplingResult {
+                decision: SamplingDecision::RecordAndSample,
+                attributes: Vec::new(),
+                trace_state: parent_context
+                    .filter(|cx| cx.has_active_span())
+                    .map(|cx| cx.span().span_context().trace_state().clone())
+                    .unwrap_or_default(),
+            },
+            _ => self.others.should_sample(parent_context, trace_id, name, span_kind, attributes, links),
+        }
+    }
 }
 
 /// How the exporters reach the collector.
@@ -310,6 +358,13 @@ impl Propagation for OtelPropagation {
         let parent = format!("00-{}-{}-{:02x}", sc.trace_id(), sc.span_id(), sc.trace_flags().to_u8());
         let state = sc.trace_state().header();
         TraceContext::parse(&parent, Some(state.as_str()))
+    }
+
+    fn current_sampled(&self) -> Option<bool> {
+        let cx = tracing::Span::current().context();
+        let span = cx.span();
+        let sc = span.span_context();
+        sc.is_valid().then(|| sc.is_sampled())
     }
 
     fn event(&self, span: &tracing::Span, name: &'static str, attributes: Vec<(&'static str, EventValue)>) {

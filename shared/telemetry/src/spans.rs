@@ -8,13 +8,16 @@
 //! credentials or a URL's path and query (a webhook URL may hold its secret there).
 //!
 //! Every constructor returns [`Span::none`] while tracing is off ([`crate::context::is_on`]): a
-//! host that does not trace pays one atomic load per span, nothing else.
+//! host that does not trace pays one atomic load per span, nothing else. Where a trace enters
+//! ([`server`], [`queue_process`]) the sampling decision is taken ([`crate::sampling`]); inside a
+//! trace that is not recorded the other constructors return [`Span::none`] too.
 
 use http::HeaderMap;
 use tracing::field::Empty;
 use tracing::Span;
 
 use crate::context::{self, TraceContext};
+use crate::sampling::{self, Head};
 
 /// A2A's `gen_ai.agent.a2a.*` attribute names (a2a-java's), and the GenAI ones beside them.
 pub mod attr {
@@ -52,6 +55,10 @@ pub fn server(method: &http::Method, path: &str, headers: &HeaderMap, protocol: 
     if !context::is_on() {
         return Span::none();
     }
+    let parent = TraceContext::from_headers(headers);
+    if let Head::Unsampled(carried) = sampling::head(parent.as_ref()) {
+        return unsampled(&carried);
+    }
     let rpc_system = match protocol {
         Protocol::JsonRpc => Some("jsonrpc"),
         Protocol::Grpc => Some("grpc"),
@@ -77,8 +84,21 @@ pub fn server(method: &http::Method, path: &str, headers: &HeaderMap, protocol: 
         "gen_ai.agent.a2a.message_id" = Empty,
         "error.type" = Empty,
     );
-    context::continue_trace(&span, TraceContext::from_headers(headers).as_ref());
+    context::continue_trace(&span, parent.as_ref());
     span
+}
+
+/// The entry of a trace that is not recorded: a bare span that carries it (sampled flag 0) so that
+/// the calls made under it pass `traceparent` on, and under which no other span opens.
+fn unsampled(carried: &TraceContext) -> Span {
+    let span = tracing::info_span!(target: "a2a::unsampled", "unsampled");
+    context::continue_trace(&span, Some(carried));
+    span
+}
+
+/// True where a span may open: tracing is on and the current trace, if any, is recorded.
+fn recording() -> bool {
+    context::is_on() && !context::in_unsampled_trace()
 }
 
 /// A path with the ids in it replaced (`/tasks/{id}`), so that span names group by route.
@@ -195,6 +215,9 @@ impl Queue {
 /// The PRODUCER span of putting a job on a queue (`messaging.system`: `aws_sqs`, or `a2a` for the
 /// in-process queue); the job carries [`context::current`] taken inside it.
 pub fn queue_send(system: &'static str, queue: Queue, task_id: &str) -> Span {
+    if !recording() {
+        return Span::none();
+    }
     queue_span("send", "producer", system, queue, task_id, None)
 }
 
@@ -207,6 +230,12 @@ pub fn queue_process(
     delivery: u32,
     parent: Option<&TraceContext>,
 ) -> Span {
+    if !context::is_on() {
+        return Span::none();
+    }
+    if let Head::Unsampled(carried) = sampling::head(parent) {
+        return unsampled(&carried);
+    }
     let span = queue_span("process", "consumer", system, queue, task_id, Some(delivery));
     context::continue_trace(&span, parent);
     span
@@ -221,9 +250,6 @@ fn queue_span(
     task_id: &str,
     delivery: Option<u32>,
 ) -> Span {
-    if !context::is_on() {
-        return Span::none();
-    }
     tracing::info_span!(
         target: "a2a::queue",
         "queue",
@@ -257,7 +283,7 @@ pub fn failed(span: &Span, kind: &str) {
 
 /// One turn of the agent (GenAI `invoke_agent`): `agent` is the card's name.
 pub fn invoke_agent(agent: &str, task_id: &str, context_id: &str, run_id: &str, attempt: u32) -> Span {
-    if !context::is_on() {
+    if !recording() {
         return Span::none();
     }
     tracing::info_span!(
@@ -358,7 +384,7 @@ impl Callee {
 /// The CLIENT span of one HTTP call the host makes to `url`; only its host and port are recorded
 /// (a URL's path or query may hold a secret). The call sends [`context::inject`] taken inside it.
 pub fn client(callee: Callee, method: &str, url: &str) -> Span {
-    if !context::is_on() {
+    if !recording() {
         return Span::none();
     }
     let (address, port) = host_and_port(url);

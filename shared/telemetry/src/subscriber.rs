@@ -116,6 +116,7 @@ impl Telemetry {
         let correlation = provider.as_ref().map(|_| Correlation.with_filter(EnvFilter::new(TRACED)));
         let dispatch = tracing::Dispatch::new(tracing_subscriber::registry().with(logs).with(correlation).with(traces));
         if provider.is_some() {
+            crate::sampling::install(settings.otel.sampling()?);
             crate::context::install(Box::new(otel::OtelPropagation));
         }
         crate::metrics::install(sinks);
