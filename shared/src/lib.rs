@@ -17,7 +17,8 @@
 //! | `a2a-agents` | echo, conformance, agents over HTTP, the A2A gateway |
 //! | `a2a-aws` | DynamoDB, SQS, KMS, SigV4, the Lambda glue |
 //! | `a2a-edge` | the Cloudflare worker's logic and the origin's publisher |
-//! | `a2a-embedded` | one process on the memory or the AWS backend (a2a-local) |
+//! | `a2a-sqlite` | the embedded SQL store: tasks, events, push configs, claims and both queues in one SQLite file |
+//! | `a2a-embedded` | one process on the SQL, the memory or the AWS backend (a2a-local) |
 //! | `a2a-telemetry` | trace context across bindings, queues and calls; the spans; the OpenTelemetry pipeline and correlated logs |
 //!
 //! ```
@@ -44,7 +45,7 @@ pub use a2a_protocol::{A2aError, ErrorKind, Result};
 pub use a2a_engine::oidc;
 #[cfg(any(feature = "push", feature = "server", feature = "aws", feature = "lambda"))]
 pub use a2a_engine::push;
-pub use a2a_engine::{auth, dispatch, engine, ops, page_token, ports, runner, ssrf, webhook};
+pub use a2a_engine::{admission, auth, dispatch, engine, ops, page_token, ports, runner, ssrf, webhook};
 
 #[cfg(feature = "server")]
 pub use a2a_http::server;
@@ -96,8 +97,8 @@ pub mod executor {
 }
 
 pub mod adapters {
-    //! The ports' implementations: [`memory`] (always), `poll_hub` (feature `runtime`), `aws`
-    //! (feature `aws`), `edge_publisher` (the embedded server).
+    //! The ports' implementations: [`memory`] (always), `poll_hub` (feature `runtime`), `sqlite`
+    //! (feature `sqlite`), `aws` (feature `aws`), `edge_publisher` (the embedded server).
     #[cfg(any(feature = "aws", feature = "lambda"))]
     pub use a2a_aws as aws;
     #[cfg(any(feature = "push", feature = "server"))]
@@ -105,6 +106,8 @@ pub mod adapters {
     pub use a2a_engine::memory;
     #[cfg(any(feature = "runtime", feature = "push", feature = "server"))]
     pub use a2a_engine::poll_hub;
+    #[cfg(feature = "sqlite")]
+    pub use a2a_sqlite as sqlite;
 }
 
 pub mod prelude {

@@ -60,7 +60,7 @@ async fn main() {
     };
     let tasks: usize = std::env::args().nth(1).map_or(100_000, |n| n.parse().expect("tasks: a number"));
     let embedded = start(EmbeddedConfig {
-        memory: a2a::adapters::memory::MemoryLimits {
+        store_limits: a2a::admission::StoreLimits {
             // Room for the warm-up and the per-request rounds too: nothing may be evicted while counting.
             max_tasks: tasks + 20_000,
             ..Default::default()

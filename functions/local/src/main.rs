@@ -7,10 +7,11 @@ use std::time::Duration;
 use a2a::adapters::aws::sqs::PollSettings;
 use a2a::adapters::aws::AwsSettings;
 use a2a::adapters::edge_publisher::EdgeSettings;
-use a2a::adapters::memory::MemoryLimits;
+use a2a::adapters::sqlite::Durability;
+use a2a::admission::{self, StoreLimits};
 use a2a::auth::{self, DEFAULT_API_KEY_HEADER};
 use a2a::card::{parse_card_file, read_card_file};
-use a2a::embedded::{start, AwsOptions, Backend, EmbeddedConfig};
+use a2a::embedded::{start, AwsOptions, Backend, EmbeddedConfig, SqliteBackend};
 use a2a::engine::EngineConfig;
 use a2a::executor::AgentChoice;
 use a2a::http::Limits;
@@ -21,11 +22,23 @@ use a2a::webhook::RetryPolicy;
 use clap::{Parser, ValueEnum};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum BackendKind {
-    /// Memory store, in-process queue and hub.
+enum StoreKind {
+    /// One SQLite file in --data-dir: tasks, streams' event logs, push configs and both queues, kept
+    /// across restarts and crashes.
+    Sqlite,
+    /// Process memory: gone when the process stops (tests, benchmarks, throwaway runs).
     Memory,
     /// DynamoDB + SQS (TABLE_NAME, TASK_QUEUE_URL, PUSH_QUEUE_URL and the AWS_* variables).
     Aws,
+}
+
+/// What a commit of the SQLite store waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum DurabilityKind {
+    /// Written to the operating system: a crash or kill of the process loses nothing acknowledged.
+    Process,
+    /// Also synced to the disk: a power cut loses nothing acknowledged either (slower commits).
+    Power,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -41,13 +54,24 @@ struct Args {
     /// Address to listen on.
     #[arg(long, env = "A2A_ADDR", default_value = "127.0.0.1:8080")]
     addr: SocketAddr,
-    /// Where tasks live: in memory, or in DynamoDB with SQS queues.
-    #[arg(long, env = "A2A_BACKEND", value_enum, default_value = "memory")]
-    backend: BackendKind,
-    /// With --backend aws: create the table, its indexes and the queues (with DLQs) if missing.
+    /// Where tasks and queued work live: one SQLite file in --data-dir (kept across restarts), process
+    /// memory, or DynamoDB with SQS queues. `--backend` is the same flag.
+    #[arg(long, alias = "backend", env = "A2A_STORE", value_enum, default_value = "sqlite")]
+    store: StoreKind,
+    /// With --store sqlite: the directory of the data file (created if missing; one process at a time).
+    #[arg(long, env = "A2A_DATA_DIR", default_value = "a2a-data")]
+    data_dir: PathBuf,
+    /// With --store sqlite: what a commit waits for before a request is answered.
+    #[arg(long, env = "A2A_DURABILITY", value_enum, default_value = "process")]
+    durability: DurabilityKind,
+    /// With --store sqlite: seconds a finished task is kept (by its status time); 0 keeps it until
+    /// the limits make it give way.
+    #[arg(long, env = "A2A_TASK_RETENTION", default_value_t = 0)]
+    task_retention: u64,
+    /// With --store aws: create the table, its indexes and the queues (with DLQs) if missing.
     #[arg(long, env = "A2A_CREATE_RESOURCES")]
     create_resources: bool,
-    /// With --backend aws: create the resources, print their environment (TABLE_NAME=...,
+    /// With --store aws: create the resources, print their environment (TABLE_NAME=...,
     /// TASK_QUEUE_URL=..., PUSH_QUEUE_URL=...) and exit without serving.
     #[arg(long)]
     create_resources_only: bool,
@@ -103,24 +127,24 @@ struct Args {
     /// Largest request body, in bytes.
     #[arg(long, env = "A2A_MAX_BODY", default_value_t = 10 * 1024 * 1024)]
     max_body: usize,
-    /// Most tasks kept in memory; past it the oldest finished tasks are evicted.
-    #[arg(long, env = "A2A_MAX_TASKS", default_value_t = a2a::adapters::memory::DEFAULT_MAX_TASKS)]
+    /// Most tasks the store keeps (sqlite, memory); past it the oldest finished tasks are evicted.
+    #[arg(long, env = "A2A_MAX_TASKS", default_value_t = admission::DEFAULT_MAX_TASKS)]
     max_tasks: usize,
-    /// Most bytes the memory store holds (tasks, events, configs); past it the oldest finished tasks
-    /// are evicted, and work that still does not fit is refused (503).
-    #[arg(long, env = "A2A_MAX_BYTES", default_value_t = a2a::adapters::memory::DEFAULT_MAX_BYTES)]
+    /// Most bytes the store holds (sqlite, memory: tasks, events, configs); past it the oldest
+    /// finished tasks are evicted, and work that still does not fit is refused (503).
+    #[arg(long, env = "A2A_MAX_BYTES", default_value_t = admission::DEFAULT_MAX_BYTES)]
     max_bytes: usize,
     /// Seconds an interrupted task (INPUT_REQUIRED / AUTH_REQUIRED) may sit idle before it expires.
-    #[arg(long, env = "A2A_IDLE_TASK_TTL", default_value_t = a2a::adapters::memory::DEFAULT_IDLE_TTL.as_secs())]
+    #[arg(long, env = "A2A_IDLE_TASK_TTL", default_value_t = admission::DEFAULT_IDLE_TTL.as_secs())]
     idle_task_ttl: u64,
     /// Percent of --max-tasks and of --max-bytes one principal's unfinished tasks may hold; past it
     /// its own oldest interrupted task expires, or its new task is refused.
-    #[arg(long, env = "A2A_PRINCIPAL_SHARE", default_value_t = a2a::adapters::memory::DEFAULT_PRINCIPAL_SHARE,
+    #[arg(long, env = "A2A_PRINCIPAL_SHARE", default_value_t = admission::DEFAULT_PRINCIPAL_SHARE,
           value_parser = clap::value_parser!(u8).range(1..=100))]
     principal_share: u8,
     /// Percent of a principal's task share its interrupted tasks may hold; past it its oldest
     /// interrupted task expires.
-    #[arg(long, env = "A2A_WAITING_SHARE", default_value_t = a2a::adapters::memory::DEFAULT_WAITING_SHARE,
+    #[arg(long, env = "A2A_WAITING_SHARE", default_value_t = admission::DEFAULT_WAITING_SHARE,
           value_parser = clap::value_parser!(u8).range(1..=100))]
     waiting_share: u8,
     /// Private networks webhooks may reach anyway, and host names accepted at registration without
@@ -319,9 +343,17 @@ fn serve(args: Args) -> Result<(), String> {
         };
         let choice_name = format!("{choice:?}");
         let executor = agent::executor(choice).await.map_err(|e| e.message)?;
-        let backend = match args.backend {
-            BackendKind::Memory => Backend::Memory,
-            BackendKind::Aws => Backend::Aws(AwsOptions {
+        let backend = match args.store {
+            StoreKind::Sqlite => Backend::Sqlite(SqliteBackend {
+                data_dir: args.data_dir.clone(),
+                durability: match args.durability {
+                    DurabilityKind::Process => Durability::Process,
+                    DurabilityKind::Power => Durability::Power,
+                },
+                retention: (args.task_retention > 0).then(|| Duration::from_secs(args.task_retention)),
+            }),
+            StoreKind::Memory => Backend::Memory,
+            StoreKind::Aws => Backend::Aws(AwsOptions {
                 settings: AwsSettings { push_max_attempts: args.push_max_attempts.max(1), ..AwsSettings::from_env() },
                 create_resources: args.create_resources,
                 poll: PollSettings::from_env(),
@@ -347,7 +379,7 @@ fn serve(args: Args) -> Result<(), String> {
                 ..Limits::default()
             },
             backend,
-            memory: MemoryLimits {
+            store_limits: StoreLimits {
                 max_tasks: args.max_tasks,
                 max_bytes: args.max_bytes,
                 idle_ttl: Duration::from_secs(args.idle_task_ttl),
@@ -389,7 +421,7 @@ fn serve(args: Args) -> Result<(), String> {
     })
 }
 
-/// Creates the AWS resources a2a-local --backend aws (and the Lambda functions) use and prints them.
+/// Creates the AWS resources a2a-local --store aws (and the Lambda functions) use and prints them.
 async fn print_resources(push_attempts: u32) -> Result<(), String> {
     use a2a::adapters::aws::{resources, sdk_config};
     let settings = AwsSettings::from_env();

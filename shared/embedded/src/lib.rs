@@ -1,10 +1,13 @@
-//! The embedded deployment (feature `push`): one process serving every route, with either the
-//! memory backend (store, queues and hub in process) or the AWS backend (DynamoDB store, SQS queues
-//! consumed by in-process pollers, in-process hub). What `a2a-local` runs and the tests build.
+//! The embedded deployment: one process serving every route, on one of three backends: the embedded
+//! SQL store (feature `sqlite`: tasks and both queues in one SQLite file, kept across restarts), the
+//! memory backend (store and queues in process, gone with it), or the AWS backend (feature `aws`:
+//! DynamoDB store, SQS queues consumed by in-process pollers). The stream hub is in process on all
+//! three. What `a2a-local` runs and the tests build.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use a2a_engine::admission::StoreLimits;
 use a2a_engine::auth::Authenticator;
 use a2a_engine::card::{CardService, ServerAbilities};
 use a2a_engine::engine::{Engine, EngineConfig, EnginePorts};
@@ -25,9 +28,23 @@ pub enum Backend {
     /// Memory store, in-process queues.
     #[default]
     Memory,
+    /// One SQLite file holding the tasks and both queues (feature `sqlite`); its limits are
+    /// [`EmbeddedConfig::store_limits`].
+    #[cfg(feature = "sqlite")]
+    Sqlite(SqliteBackend),
     /// DynamoDB and SQS (feature `aws`), configured from the environment.
     #[cfg(feature = "aws")]
     Aws(AwsOptions),
+}
+
+/// Where the SQLite file lives and how it is kept.
+#[cfg(feature = "sqlite")]
+#[derive(Debug, Clone)]
+pub struct SqliteBackend {
+    pub data_dir: std::path::PathBuf,
+    pub durability: a2a_sqlite::Durability,
+    /// Finished tasks older than this are deleted (`None`: kept until the limits evict them).
+    pub retention: Option<Duration>,
 }
 
 #[cfg(feature = "aws")]
@@ -49,8 +66,9 @@ pub struct EmbeddedConfig {
     pub engine: EngineConfig,
     pub limits: Limits,
     pub backend: Backend,
-    /// The memory store's caps (tasks, bytes, idle lifetime of interrupted tasks).
-    pub memory: MemoryLimits,
+    /// The embedded stores' caps (tasks, bytes, idle lifetime of interrupted tasks, shares): the
+    /// memory store's and the SQL store's.
+    pub store_limits: StoreLimits,
     /// Private networks webhooks may reach anyway (e.g. 127.0.0.1 in development).
     pub webhook_allow: AllowList,
     pub push_retry: RetryPolicy,
@@ -67,7 +85,7 @@ impl EmbeddedConfig {
     /// An agent at `public_url` running `executor` on the memory backend with every other setting at
     /// its default: the default card, anonymous callers, the default limits, webhooks to public
     /// addresses with a 10 s timeout, no edge worker, no gRPC, unsigned cards. Change what differs
-    /// with struct update syntax (`EmbeddedConfig { memory, ..EmbeddedConfig::new(url, executor) }`).
+    /// with struct update syntax (`EmbeddedConfig { backend, ..EmbeddedConfig::new(url, executor) }`).
     pub fn new(public_url: impl Into<String>, executor: Arc<dyn AgentExecutor>) -> Self {
         Self {
             public_url: public_url.into(),
@@ -78,7 +96,7 @@ impl EmbeddedConfig {
             engine: EngineConfig::default(),
             limits: Limits::default(),
             backend: Backend::default(),
-            memory: MemoryLimits::default(),
+            store_limits: StoreLimits::default(),
             webhook_allow: AllowList::default(),
             push_retry: RetryPolicy::default(),
             push_timeout: Duration::from_secs(10),
@@ -94,8 +112,11 @@ pub struct Embedded {
     pub service: Arc<Service>,
     pub engine: Arc<Engine>,
     pub runner: Arc<Runner>,
-    /// The in-process push worker (memory backend only).
+    /// The in-process push worker (memory and SQL backends).
     pub push: Option<Arc<PushWorker>>,
+    /// The SQL store (SQL backend only).
+    #[cfg(feature = "sqlite")]
+    pub sqlite: Option<Arc<a2a_sqlite::SqliteStore>>,
     /// The DynamoDB store (AWS backend only), for its usage meter.
     #[cfg(feature = "aws")]
     pub dynamo: Option<Arc<a2a_aws::DynamoStore>>,
@@ -112,9 +133,26 @@ struct Wiring {
     consumers: StartConsumers,
     #[cfg(feature = "aws")]
     dynamo: Option<Arc<a2a_aws::DynamoStore>>,
+    #[cfg(feature = "sqlite")]
+    sqlite: Option<Arc<a2a_sqlite::SqliteStore>>,
 }
 
-fn memory_wiring(limits: MemoryLimits, retry: RetryPolicy) -> Wiring {
+/// The in-process consumers of both queues: the runner takes the turns, the push worker the
+/// deliveries.
+fn in_process_consumers(
+    jobs: tokio::sync::mpsc::UnboundedReceiver<Queued>,
+    deliveries: tokio::sync::mpsc::UnboundedReceiver<a2a_engine::push::Delivery>,
+    retry: RetryPolicy,
+) -> StartConsumers {
+    Box::new(move |runner, deliverer| {
+        runner.spawn(jobs);
+        let worker = PushWorker::new(deliverer, retry);
+        worker.clone().spawn(deliveries);
+        Some(worker)
+    })
+}
+
+fn memory_wiring(limits: StoreLimits, retry: RetryPolicy) -> Wiring {
     let (queue, jobs) = MemoryWorkQueue::new();
     let (push_queue, push_jobs) = MemoryPushQueue::new();
     let store = Arc::new(MemoryStore::new(limits));
@@ -123,15 +161,33 @@ fn memory_wiring(limits: MemoryLimits, retry: RetryPolicy) -> Wiring {
         push_configs: store,
         queue: Arc::new(queue),
         push_queue: Arc::new(push_queue),
-        consumers: Box::new(move |runner, deliverer| {
-            runner.spawn(jobs);
-            let worker = PushWorker::new(deliverer, retry);
-            worker.clone().spawn(push_jobs);
-            Some(worker)
-        }),
+        consumers: in_process_consumers(jobs, push_jobs, retry),
         #[cfg(feature = "aws")]
         dynamo: None,
+        #[cfg(feature = "sqlite")]
+        sqlite: None,
     }
+}
+
+#[cfg(feature = "sqlite")]
+async fn sqlite_wiring(backend: SqliteBackend, limits: StoreLimits, retry: RetryPolicy) -> Result<Wiring> {
+    let options = a2a_sqlite::SqliteOptions {
+        data_dir: backend.data_dir,
+        durability: backend.durability,
+        retention: backend.retention,
+        limits,
+    };
+    let opened = a2a_sqlite::open(options).await?;
+    Ok(Wiring {
+        store: opened.store.clone(),
+        push_configs: opened.store.clone(),
+        queue: opened.work,
+        push_queue: opened.push,
+        consumers: in_process_consumers(opened.jobs, opened.deliveries, retry),
+        #[cfg(feature = "aws")]
+        dynamo: None,
+        sqlite: Some(opened.store),
+    })
 }
 
 #[cfg(feature = "aws")]
@@ -197,6 +253,8 @@ async fn aws_wiring(options: AwsOptions, retry: RetryPolicy) -> Result<Wiring> {
             None
         }),
         dynamo: Some(store),
+        #[cfg(feature = "sqlite")]
+        sqlite: None,
     })
 }
 
@@ -204,7 +262,9 @@ async fn aws_wiring(options: AwsOptions, retry: RetryPolicy) -> Result<Wiring> {
 pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let wiring = match config.backend {
-        Backend::Memory => memory_wiring(config.memory, config.push_retry),
+        Backend::Memory => memory_wiring(config.store_limits, config.push_retry),
+        #[cfg(feature = "sqlite")]
+        Backend::Sqlite(backend) => sqlite_wiring(backend, config.store_limits, config.push_retry).await?,
         #[cfg(feature = "aws")]
         Backend::Aws(options) => aws_wiring(options, config.push_retry).await?,
     };
@@ -245,5 +305,7 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
         push,
         #[cfg(feature = "aws")]
         dynamo: wiring.dynamo,
+        #[cfg(feature = "sqlite")]
+        sqlite: wiring.sqlite,
     })
 }

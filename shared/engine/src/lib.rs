@@ -11,7 +11,9 @@
 //! - [`push`] (feature `push`): webhook delivery with retries; [`webhook`] and [`ssrf`]: the rules
 //!   every deliverer follows.
 //! - [`card`]: the served agent card (and its signatures, feature `signing`).
+//! - [`admission`]: what an embedded store may hold and who gives way when it is full.
 
+pub mod admission;
 pub mod auth;
 pub mod card;
 pub mod dispatch;

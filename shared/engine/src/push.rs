@@ -195,12 +195,47 @@ impl WebhookPolicy for DnsPolicy {
     }
 }
 
+/// A delivery handed to the embedded push worker.
+pub struct Delivery {
+    pub job: PushJob,
+    /// Where a durable queue keeps the delivery's progress (`None`: the memory queue).
+    pub receipt: Option<Receipt>,
+}
+
+/// A durable queue's hold on one delivery.
+pub struct Receipt {
+    /// The delivery's id in its queue.
+    pub id: i64,
+    /// Not before this (a retry's backoff kept across a restart).
+    pub due: Option<chrono::DateTime<chrono::Utc>>,
+    pub ledger: Arc<dyn PushLedger>,
+}
+
+/// How a delivery ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Settled {
+    Delivered,
+    /// Never deliverable (the URL is malformed or points where webhooks may not go).
+    Refused(String),
+    /// The last attempt failed: dead-lettered, with the last failure.
+    Dead(String),
+}
+
+/// Where a durable push queue records each delivery's progress (the embedded SQL store's); it
+/// records in the background: a record lost in a crash only repeats an attempt.
+pub trait PushLedger: Send + Sync {
+    /// Delivery `id` failed; its attempt `attempt` is due at `due`.
+    fn retrying(&self, id: i64, attempt: u32, due: chrono::DateTime<chrono::Utc>);
+    /// Delivery `id` is over.
+    fn settled(&self, id: i64, outcome: Settled);
+}
+
 /// The embedded push worker: one ordered lane per (task, webhook); a failing notification is
 /// retried in its lane (so later events wait for it) until the policy gives up.
 pub struct PushWorker {
     deliverer: Arc<Deliverer>,
     retry: RetryPolicy,
-    lanes: Mutex<HashMap<String, mpsc::UnboundedSender<PushJob>>>,
+    lanes: Mutex<HashMap<String, mpsc::UnboundedSender<Delivery>>>,
     dead: Mutex<VecDeque<(PushJob, String)>>,
 }
 
@@ -217,17 +252,17 @@ impl PushWorker {
         self.dead.lock().iter().cloned().collect()
     }
 
-    /// Consumes the in-process push queue.
-    pub fn spawn(self: Arc<Self>, mut jobs: mpsc::UnboundedReceiver<PushJob>) -> tokio::task::JoinHandle<()> {
+    /// Consumes an in-process push queue (memory or durable).
+    pub fn spawn(self: Arc<Self>, mut jobs: mpsc::UnboundedReceiver<Delivery>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
-            while let Some(job) = jobs.recv().await {
-                self.dispatch(job);
+            while let Some(delivery) = jobs.recv().await {
+                self.dispatch(delivery);
             }
         })
     }
 
-    fn dispatch(self: &Arc<Self>, job: PushJob) {
-        let key = format!("{}\u{0}{}", job.config.task_id, job.config.id);
+    fn dispatch(self: &Arc<Self>, job: Delivery) {
+        let key = format!("{}\u{0}{}", job.job.config.task_id, job.job.config.id);
         let mut lanes = self.lanes.lock();
         let job = match lanes.get(&key) {
             Some(tx) => match tx.send(job) {
@@ -243,7 +278,7 @@ impl PushWorker {
         tokio::spawn(async move { worker.lane(key, rx).await });
     }
 
-    async fn lane(self: Arc<Self>, key: String, mut rx: mpsc::UnboundedReceiver<PushJob>) {
+    async fn lane(self: Arc<Self>, key: String, mut rx: mpsc::UnboundedReceiver<Delivery>) {
         loop {
             let job = match tokio::time::timeout(LANE_IDLE, rx.recv()).await {
                 Ok(Some(job)) => job,
@@ -262,7 +297,17 @@ impl PushWorker {
         }
     }
 
-    async fn deliver_with_retries(&self, mut job: PushJob) {
+    async fn deliver_with_retries(&self, Delivery { mut job, receipt }: Delivery) {
+        if let Some(due) = receipt.as_ref().and_then(|r| r.due) {
+            if let Ok(wait) = (due - chrono::Utc::now()).to_std() {
+                tokio::time::sleep(wait).await;
+            }
+        }
+        let settle = |outcome: Settled| {
+            if let Some(r) = &receipt {
+                r.ledger.settled(r.id, outcome);
+            }
+        };
         loop {
             let outcome = self.deliverer.deliver(&job).await;
             let task_id = job.config.task_id.as_str();
@@ -277,21 +322,28 @@ impl PushWorker {
                         attempt = job.attempt,
                         "push delivered"
                     );
+                    settle(Settled::Delivered);
                     return;
                 }
                 Outcome::Refused(why) => {
                     tracing::warn!(task_id, config_id, seq = job.event.seq, %why, "push refused");
+                    settle(Settled::Refused(why.clone()));
                     self.bury(job, why);
                     return;
                 }
                 Outcome::Failed(why) if self.retry.gives_up_after(job.attempt) => {
                     tracing::error!(task_id, config_id, seq = job.event.seq, attempts = job.attempt, %why, "push dead-lettered");
+                    settle(Settled::Dead(why.clone()));
                     self.bury(job, why);
                     return;
                 }
                 Outcome::Failed(why) => {
                     let delay = self.retry.delay(job.attempt, rand::random::<f64>());
                     tracing::info!(task_id, config_id, seq = job.event.seq, attempt = job.attempt, ?delay, %why, "push failed; retrying");
+                    if let Some(r) = &receipt {
+                        let due = chrono::Utc::now() + chrono::Duration::from_std(delay).unwrap_or_default();
+                        r.ledger.retrying(r.id, job.attempt + 1, due);
+                    }
                     tokio::time::sleep(delay).await;
                     job.attempt += 1;
                 }

@@ -73,11 +73,18 @@ impl Runner {
         };
         if attempt > 1 && rec.state() == TaskState::Working && !self.is_running(task_id) {
             tracing::error!(task_id, attempt, "the previous run of this task was interrupted; the task fails");
-            return self.close_turn(task_id, TaskState::Failed, Some("the agent's run was interrupted".into())).await;
+            let why = "the agent's run was interrupted (the server running it stopped mid-turn) and is not run twice; send the message again to retry";
+            return self.close_turn(task_id, TaskState::Failed, Some(why.into())).await;
         }
         // Only a task waiting for its turn to run is picked up, which makes redelivery harmless.
         if rec.state() != TaskState::Submitted {
             tracing::debug!(task_id, state = %rec.state(), "execute job for a task that is not SUBMITTED ignored");
+            return Ok(());
+        }
+        // A SUBMITTED task's last event is the one that opened its current turn: a job of an earlier
+        // turn, delivered again late, must not run that turn with its old message.
+        if run.turn < rec.last_seq {
+            tracing::debug!(task_id, turn = run.turn, "execute job of an earlier turn ignored");
             return Ok(());
         }
         let Some(message) = rec.task.history.iter().rev().find(|m| m.message_id == message_id).cloned() else {
@@ -176,8 +183,8 @@ impl Runner {
         }
     }
 
-    /// Consumes the in-process work queue, one spawned run per job, each continuing the trace its
-    /// job was sent in.
+    /// Consumes an in-process work queue (memory or durable), one spawned run per job, each
+    /// continuing the trace its job was sent in; tells the queue when each run is over.
     #[cfg(feature = "runtime")]
     pub fn spawn(
         self: Arc<Self>,
@@ -185,18 +192,23 @@ impl Runner {
     ) -> tokio::task::JoinHandle<()> {
         use crate::memory::IN_PROCESS_QUEUE;
         tokio::spawn(async move {
-            while let Some(crate::memory::Queued { job, trace, sent }) = jobs.recv().await {
+            while let Some(crate::memory::Queued { job, trace, sent, attempt, done }) = jobs.recv().await {
                 if sent.is_some() {
                     let seconds = metrics::seconds_since(sent);
                     metrics::record(Measurement::QueueLag { queue: spans::Queue::Tasks, seconds });
                 }
                 let runner = self.clone();
                 let span =
-                    spans::queue_process(IN_PROCESS_QUEUE, spans::Queue::Tasks, job.task_id(), 1, trace.as_ref());
+                    spans::queue_process(IN_PROCESS_QUEUE, spans::Queue::Tasks, job.task_id(), attempt, trace.as_ref());
                 tokio::spawn(
                     async move {
-                        if let Err(e) = runner.handle(job).await {
+                        if let Err(e) = runner.handle_attempt(job, attempt).await {
                             tracing::error!(error = %e, "task run failed");
+                        }
+                        // A run that failed to record its ending is not retried by delivering the job
+                        // again: the task's state says what happened (a run cut off mid-turn fails).
+                        if let Some(done) = done {
+                            done();
                         }
                     }
                     .instrument(span),

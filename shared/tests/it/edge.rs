@@ -18,7 +18,7 @@ async fn every_event_is_published_signed_in_order_with_retries() {
     let base = url.trim_end_matches("/hook").to_string();
     let edge = EdgeSettings { max_attempts: 3, ..EdgeSettings::new(&base, "edge-secret") };
     let a = start(EmbeddedConfig {
-        memory: a2a::adapters::memory::MemoryLimits { max_tasks: 100, ..Default::default() },
+        store_limits: a2a::admission::StoreLimits { max_tasks: 100, ..Default::default() },
         edge: Some(edge),
         ..EmbeddedConfig::new(
             "http://agent.test",

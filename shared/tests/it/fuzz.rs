@@ -26,7 +26,7 @@ fn world() -> &'static World {
             start(EmbeddedConfig {
                 engine: a2a::engine::EngineConfig { blocking_timeout: Duration::from_secs(5), ..Default::default() },
                 limits: a2a::http::Limits { max_body: 64 * 1024, ..Default::default() },
-                memory: a2a::adapters::memory::MemoryLimits { max_tasks: 1000, ..Default::default() },
+                store_limits: a2a::admission::StoreLimits { max_tasks: 1000, ..Default::default() },
                 ..EmbeddedConfig::new("http://agent.test", Arc::new(EchoAgent))
             })
             .await

@@ -64,7 +64,7 @@ async fn agent(max_attempts: u32) -> Embedded {
     let mut conformance = ConformanceAgent::new(Arc::new(a2a::adapters::memory::SystemClock));
     conformance.long_task = Duration::from_millis(300);
     start(EmbeddedConfig {
-        memory: a2a::adapters::memory::MemoryLimits { max_tasks: 1000, ..Default::default() },
+        store_limits: a2a::admission::StoreLimits { max_tasks: 1000, ..Default::default() },
         webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
         push_retry: RetryPolicy { max_attempts, base: Duration::from_millis(100), max_delay: Duration::from_secs(2) },
         push_timeout: Duration::from_secs(2),

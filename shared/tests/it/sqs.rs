@@ -53,7 +53,7 @@ async fn aws_agent_with(
             create_resources: true,
             poll: PollSettings { wait: Duration::from_secs(1), visibility },
         }),
-        memory: a2a::adapters::memory::MemoryLimits { max_tasks: 1000, ..Default::default() },
+        store_limits: a2a::admission::StoreLimits { max_tasks: 1000, ..Default::default() },
         webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
         push_retry: RetryPolicy {
             max_attempts: push_attempts,

@@ -1,5 +1,5 @@
-//! One operation-level suite for the store ports, run against the memory adapters and against the
-//! DynamoDB adapter on moto: create/load/update/event log, gap-free sequence numbers under 50
+//! One operation-level suite for the store ports, run against the memory adapters, the embedded SQL
+//! store (a fresh SQLite file) and the DynamoDB adapter on moto: create/load/update/event log, gap-free sequence numbers under 50
 //! concurrent writers, ListTasks pagination with every filter, forged page tokens, push configs,
 //! and (DynamoDB) the 400 KB item limit.
 
@@ -20,16 +20,24 @@ struct Stores {
     configs: Arc<dyn PushConfigStore>,
     /// A store whose page tokens use another secret (for the forged-token case).
     other: Arc<dyn TaskStore>,
+    /// The SQL stores' directories, removed when the case ends.
+    _dirs: Vec<common::TempDir>,
 }
 
 async fn all_stores() -> Vec<Stores> {
     let memory = Arc::new(MemoryStore::default());
-    let mut out = vec![Stores {
-        name: "memory",
-        tasks: memory.clone(),
-        configs: memory,
-        other: Arc::new(MemoryStore::default()),
-    }];
+    let (sqlite, dir) = common::sqlite_store("stores").await;
+    let (other, other_dir) = common::sqlite_store("stores-other").await;
+    let mut out = vec![
+        Stores {
+            name: "memory",
+            tasks: memory.clone(),
+            configs: memory,
+            other: Arc::new(MemoryStore::default()),
+            _dirs: Vec::new(),
+        },
+        Stores { name: "sqlite", tasks: sqlite.clone(), configs: sqlite, other, _dirs: vec![dir, other_dir] },
+    ];
     if common::aws_available() {
         let d = common::dynamo_store("secret-1").await;
         out.push(Stores {
@@ -37,6 +45,7 @@ async fn all_stores() -> Vec<Stores> {
             tasks: d.clone(),
             configs: d,
             other: common::dynamo_store("secret-2").await,
+            _dirs: Vec::new(),
         });
     }
     out

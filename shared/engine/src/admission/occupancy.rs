@@ -1,4 +1,4 @@
-//! Who holds what in the memory store: the tasks that may be evicted, oldest first, and what each
+//! Who holds what in an embedded store: the tasks that may be evicted, oldest first, and what each
 //! principal's unfinished tasks hold. The store's fairness rule is decided here:
 //!
 //! 1. Finished tasks go first (oldest status first), then interrupted tasks (INPUT_REQUIRED /
@@ -16,7 +16,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use super::index::{Key, Placement};
+use super::{Key, Placement};
 
 /// What one principal's unfinished tasks hold.
 #[derive(Debug, Default)]
@@ -185,6 +185,11 @@ impl Occupancy {
     /// Interrupted tasks idle since before `idle_before` (µs), oldest first.
     pub fn idle(&self, idle_before: i64) -> Vec<Arc<str>> {
         self.waiting.iter().take_while(|(t, _)| *t < idle_before).map(|(_, id)| id.clone()).collect()
+    }
+
+    /// Finished tasks whose status time is before `before` (µs), oldest first (retention).
+    pub fn finished_before(&self, before: i64) -> Vec<Arc<str>> {
+        self.done.iter().take_while(|(t, _)| *t < before).map(|(_, id)| id.clone()).collect()
     }
 }
 

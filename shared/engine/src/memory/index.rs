@@ -10,17 +10,7 @@ use std::sync::Arc;
 
 use a2a_protocol::types::TaskState;
 
-/// A task's place in the indexes: status time (µs) and id.
-pub type Key = (i64, Arc<str>);
-
-/// Where a task sits: everything its index entries are made of.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Placement {
-    pub owner: Arc<str>,
-    pub context: Arc<str>,
-    pub state: TaskState,
-    pub key: Key,
-}
+pub use crate::admission::{Key, Placement};
 
 /// What a page asks for.
 #[derive(Debug, Clone)]

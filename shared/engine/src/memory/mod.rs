@@ -4,13 +4,9 @@
 
 mod index;
 mod log;
-mod occupancy;
 mod store;
 
-pub use store::{
-    MemoryLimits, MemoryStore, DEFAULT_IDLE_TTL, DEFAULT_MAX_BYTES, DEFAULT_MAX_TASKS, DEFAULT_PRINCIPAL_SHARE,
-    DEFAULT_WAITING_SHARE,
-};
+pub use store::MemoryStore;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -98,13 +94,26 @@ pub struct MemoryWorkQueue {
     tx: mpsc::UnboundedSender<Queued>,
 }
 
-/// A job on the in-process queue, with the trace it was sent in (the run continues it).
-#[derive(Debug)]
+/// A job handed to the runner in process, with the trace it was sent in (the run continues it).
 pub struct Queued {
     pub job: Job,
     pub trace: Option<a2a_telemetry::TraceContext>,
     /// When it was queued (only while metrics are on: the queue lag).
     pub sent: Option<std::time::Instant>,
+    /// The delivery count: 1, or more for a job delivered again (after a restart).
+    pub attempt: u32,
+    /// Called once the run is over (a durable queue then forgets the job); `None` on the memory
+    /// queue, which keeps nothing.
+    pub done: Option<Done>,
+}
+
+/// What a queue runs when the job it handed on is done.
+pub type Done = Box<dyn FnOnce() + Send>;
+
+impl std::fmt::Debug for Queued {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Queued").field("job", &self.job).field("attempt", &self.attempt).finish_non_exhaustive()
+    }
 }
 
 /// `messaging.system` of the in-process queues.
@@ -123,35 +132,37 @@ impl WorkQueue for MemoryWorkQueue {
         use a2a_telemetry::spans::{queue_send, Queue};
         let trace = queue_send(IN_PROCESS_QUEUE, Queue::Tasks, job.task_id()).in_scope(a2a_telemetry::context::current);
         let sent = a2a_telemetry::metrics::start();
-        self.tx.send(Queued { job, trace, sent }).map_err(|_| A2aError::internal("the task runner has stopped"))
+        let queued = Queued { job, trace, sent, attempt: 1, done: None };
+        self.tx.send(queued).map_err(|_| A2aError::internal("the task runner has stopped"))
     }
 }
 
 /// The in-process push queue: a delayed job is held by a timer, then handed to the consumer.
-#[cfg(feature = "runtime")]
+#[cfg(feature = "push")]
 pub struct MemoryPushQueue {
-    tx: mpsc::UnboundedSender<PushJob>,
+    tx: mpsc::UnboundedSender<crate::push::Delivery>,
 }
 
-#[cfg(feature = "runtime")]
+#[cfg(feature = "push")]
 impl MemoryPushQueue {
-    pub fn new() -> (Self, mpsc::UnboundedReceiver<PushJob>) {
+    pub fn new() -> (Self, mpsc::UnboundedReceiver<crate::push::Delivery>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Self { tx }, rx)
     }
 }
 
-#[cfg(feature = "runtime")]
+#[cfg(feature = "push")]
 #[async_trait]
 impl PushQueue for MemoryPushQueue {
     async fn enqueue(&self, job: PushJob, delay: std::time::Duration) -> Result<()> {
+        let delivery = crate::push::Delivery { job, receipt: None };
         if delay.is_zero() {
-            return self.tx.send(job).map_err(|_| A2aError::internal("the push worker has stopped"));
+            return self.tx.send(delivery).map_err(|_| A2aError::internal("the push worker has stopped"));
         }
         let tx = self.tx.clone();
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            let _ = tx.send(job);
+            let _ = tx.send(delivery);
         });
         Ok(())
     }

@@ -7,7 +7,7 @@
 //!   a lock across the whole store.
 //! - Memory: part contents are shared between a task and its events (see `PartContent`), and every
 //!   entry's size is accounted. Past `max_tasks` or `max_bytes` evictable tasks go, and one
-//!   principal holds at most a share of the store: the rule is in [`super::occupancy`]. A new task,
+//!   principal holds at most a share of the store: the rule is in [`crate::admission`]. A new task,
 //!   or an event that adds more than a few KB, that would not fit even then is refused with
 //!   ResourceExhausted; submitted and working tasks are never dropped.
 //! - Making room and inserting are one step (under the admission lock): room made for one create
@@ -16,79 +16,26 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::Utc;
 use parking_lot::{Mutex, RwLock};
 
-use super::index::{Key, ListIndex, Placement, Scan};
+use super::index::{ListIndex, Scan};
 use super::log::EventLog;
-use super::occupancy::{Occupancy, OverShare, Shares};
+use crate::admission::{self, Key, Occupancy, OverShare, Placement, Shares, StoreLimits, SMALL_EVENT};
 use crate::page_token::PageTokens;
 use crate::ports::*;
-use a2a_protocol::error::{A2aError, ErrorKind, Result};
+use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::types::size::{config_size, task_size};
 use a2a_protocol::types::{Task, TaskPushNotificationConfig};
 
-/// Default cap on tasks held.
-pub const DEFAULT_MAX_TASKS: usize = 100_000;
-/// Default cap on the bytes held (part contents, events, configs).
-pub const DEFAULT_MAX_BYTES: usize = 1 << 30;
-/// Default lifetime of an interrupted task nobody answers.
-pub const DEFAULT_IDLE_TTL: Duration = Duration::from_secs(24 * 3600);
-
-/// An event that adds at most this much is always taken (a status change that ends a task must
-/// never be refused), even over the byte budget.
-const SMALL_EVENT: usize = 4096;
-/// Default share of the store (tasks and bytes) one principal's unfinished tasks may hold, in percent.
-pub const DEFAULT_PRINCIPAL_SHARE: u8 = 25;
-/// Default share of a principal's task share its interrupted tasks may hold, in percent.
-pub const DEFAULT_WAITING_SHARE: u8 = 25;
 /// How often idle interrupted tasks are swept.
 const SWEEP_EVERY_SECS: i64 = 60;
 /// The maps are sized for up to this many tasks up front: growing a map of n tasks rehashes all of
 /// them under the store's lock (about 1 µs each, so 50 ms at 57k tasks, a stall for every request).
 /// Only the maps' control bytes are touched until tasks arrive.
 const PRESIZED_TASKS: usize = 1 << 20;
-
-#[derive(Debug, Clone)]
-pub struct MemoryLimits {
-    pub max_tasks: usize,
-    pub max_bytes: usize,
-    /// Interrupted tasks idle longer than this expire.
-    pub idle_ttl: Duration,
-    /// Share of `max_tasks` and of `max_bytes` one principal's unfinished tasks may hold (percent).
-    pub principal_share: u8,
-    /// Share of a principal's task share its interrupted tasks may hold (percent); past it, its
-    /// oldest interrupted task expires.
-    pub waiting_share: u8,
-}
-
-impl Default for MemoryLimits {
-    fn default() -> Self {
-        Self {
-            max_tasks: DEFAULT_MAX_TASKS,
-            max_bytes: DEFAULT_MAX_BYTES,
-            idle_ttl: DEFAULT_IDLE_TTL,
-            principal_share: DEFAULT_PRINCIPAL_SHARE,
-            waiting_share: DEFAULT_WAITING_SHARE,
-        }
-    }
-}
-
-impl MemoryLimits {
-    /// What one principal may hold (at least one task, and one interrupted task).
-    fn shares(&self) -> Shares {
-        let percent = |n: usize, p: u8| n / 100 * usize::from(p.min(100)) + n % 100 * usize::from(p.min(100)) / 100;
-        let tasks = percent(self.max_tasks, self.principal_share).max(1);
-        Shares {
-            tasks,
-            bytes: percent(self.max_bytes, self.principal_share).max(1),
-            waiting: percent(tasks, self.waiting_share).max(1),
-        }
-    }
-}
 
 struct Entry {
     record: TaskRecord,
@@ -175,13 +122,13 @@ pub struct MemoryStore {
     /// Nested by owner so a lookup borrows its strings instead of building a key.
     claims: Mutex<BTreeMap<String, BTreeMap<String, Arc<str>>>>,
     index: Mutex<ListIndex>,
-    /// Eviction candidates and each principal's share (see [`super::occupancy`]).
+    /// Eviction candidates and each principal's share (see [`crate::admission`]).
     occupancy: Mutex<Occupancy>,
     /// Held while room is made and then taken (a create, a large update): the room one makes is
     /// not taken by another in between.
     admission: Mutex<()>,
     bytes: AtomicUsize,
-    limits: MemoryLimits,
+    limits: StoreLimits,
     shares: Shares,
     tokens: PageTokens,
     last_sweep: AtomicI64,
@@ -189,12 +136,12 @@ pub struct MemoryStore {
 
 impl Default for MemoryStore {
     fn default() -> Self {
-        Self::new(MemoryLimits::default())
+        Self::new(StoreLimits::default())
     }
 }
 
 impl MemoryStore {
-    pub fn new(limits: MemoryLimits) -> Self {
+    pub fn new(limits: StoreLimits) -> Self {
         let presized = limits.max_tasks.min(PRESIZED_TASKS);
         Self {
             tasks: RwLock::new(HashMap::with_capacity(presized)),
@@ -204,7 +151,7 @@ impl MemoryStore {
             admission: Mutex::new(()),
             bytes: AtomicUsize::new(0),
             shares: limits.shares(),
-            limits: MemoryLimits { max_tasks: limits.max_tasks.max(1), ..limits },
+            limits: StoreLimits { max_tasks: limits.max_tasks.max(1), ..limits },
             tokens: PageTokens::random(),
             last_sweep: AtomicI64::new(Utc::now().timestamp()),
         }
@@ -233,28 +180,12 @@ impl MemoryStore {
 
     /// The store is full and nothing can go. The caller learns nothing of what others hold.
     fn exhausted(&self, what: &str) -> A2aError {
-        tracing::warn!(
-            tasks = self.len(),
-            bytes = self.bytes(),
-            max_tasks = self.limits.max_tasks,
-            max_bytes = self.limits.max_bytes,
-            "store full: nothing can be evicted yet"
-        );
-        A2aError::new(
-            ErrorKind::ResourceExhausted,
-            format!("{what} does not fit: the server is at its task or memory limit and nothing can be evicted yet; retry later"),
-        )
+        admission::exhausted(self.len(), self.bytes(), &self.limits, what)
     }
 
     /// A principal at its own share, with no interrupted task of its own to give up.
     fn over_share(&self, unfinished: usize, bytes: usize) -> A2aError {
-        A2aError::new(
-            ErrorKind::ResourceExhausted,
-            format!(
-                "this caller's unfinished tasks hold {unfinished} tasks and {bytes} bytes; one caller may hold {} tasks and {} bytes: wait for some to finish, or cancel some",
-                self.shares.tasks, self.shares.bytes
-            ),
-        )
+        admission::over_share(&self.shares, unfinished, bytes)
     }
 
     /// Removes a task and everything that hangs on it (events, configs, claim, index entries).
@@ -283,7 +214,7 @@ impl MemoryStore {
 
     /// Before `owner` adds `size` bytes (and a task, with `new_task`): keeps it within its share by
     /// expiring its own oldest interrupted tasks (never `keep`), then makes room in the store by
-    /// evicting (see [`super::occupancy`]), or refuses. Call with the admission lock held.
+    /// evicting (see [`crate::admission`]), or refuses. Call with the admission lock held.
     fn make_room(&self, owner: &str, new_task: bool, size: usize, keep: Option<&str>, what: &str) -> Result<()> {
         loop {
             let over = self.occupancy.lock().over_share(owner, new_task, size, keep, &self.shares);
@@ -562,7 +493,9 @@ impl PushConfigStore for MemoryStore {
 mod tests {
     use super::*;
     use crate::engine::{apply_all, AgentEvent};
+    use a2a_protocol::error::ErrorKind;
     use a2a_protocol::types::{Artifact, Message, Part, TaskState};
+    use std::time::Duration;
 
     fn record(id: &str, state: TaskState) -> TaskRecord {
         TaskRecord::for_test(id, state)
@@ -570,7 +503,7 @@ mod tests {
 
     #[tokio::test]
     async fn evicts_oldest_finished_tasks_only() {
-        let store = MemoryStore::new(MemoryLimits { max_tasks: 3, ..Default::default() });
+        let store = MemoryStore::new(StoreLimits { max_tasks: 3, ..Default::default() });
         store.create(record("running", TaskState::Working), None).await.unwrap();
         for i in 0..10 {
             store.create(record(&format!("done{i}"), TaskState::Completed), None).await.unwrap();
@@ -584,7 +517,7 @@ mod tests {
     #[tokio::test]
     async fn bytes_are_bounded_and_counted_back_down() {
         // One principal may hold the whole store here: this is about the store's own bound.
-        let store = MemoryStore::new(MemoryLimits { max_bytes: 3 << 20, principal_share: 100, ..Default::default() });
+        let store = MemoryStore::new(StoreLimits { max_bytes: 3 << 20, principal_share: 100, ..Default::default() });
         let big = |id: &str, state| {
             let mut r = record(id, state);
             r.task.history.push(Message::user_text("x".repeat(1 << 20)));
@@ -617,7 +550,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_large_update_that_does_not_fit_is_refused_before_it_is_applied() {
-        let store = MemoryStore::new(MemoryLimits { max_bytes: 3 << 20, principal_share: 100, ..Default::default() });
+        let store = MemoryStore::new(StoreLimits { max_bytes: 3 << 20, principal_share: 100, ..Default::default() });
         let mut live = record("live", TaskState::Working);
         live.task.history.push(Message::user_text("x".repeat(2 << 20)));
         store.create(live, None).await.unwrap();
@@ -661,7 +594,7 @@ mod tests {
     #[tokio::test]
     async fn idle_interrupted_tasks_expire_and_take_their_configs_along() {
         let store =
-            MemoryStore::new(MemoryLimits { max_tasks: 1, idle_ttl: Duration::from_millis(1), ..Default::default() });
+            MemoryStore::new(StoreLimits { max_tasks: 1, idle_ttl: Duration::from_millis(1), ..Default::default() });
         let mut waiting = record("waiting", TaskState::InputRequired);
         waiting.task.status.timestamp = Some(Utc::now() - chrono::Duration::seconds(5));
         store.create(waiting, None).await.unwrap();
@@ -693,7 +626,7 @@ mod tests {
         // moment, so room can always be made. Before making room and inserting were one step, a
         // create could lose the room it made to another and be refused.
         let store =
-            Arc::new(MemoryStore::new(MemoryLimits { max_tasks: 64, principal_share: 100, ..Default::default() }));
+            Arc::new(MemoryStore::new(StoreLimits { max_tasks: 64, principal_share: 100, ..Default::default() }));
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(8).build().unwrap();
         let refused = runtime.block_on(async {
             let workers = (0..8).map(|w| {
@@ -722,7 +655,7 @@ mod tests {
 
     #[tokio::test]
     async fn eviction_finds_a_finished_task_behind_any_number_of_unfinished_ones() {
-        let store = MemoryStore::new(MemoryLimits { max_tasks: 6000, principal_share: 100, ..Default::default() });
+        let store = MemoryStore::new(StoreLimits { max_tasks: 6000, principal_share: 100, ..Default::default() });
         for i in 0..5999 {
             store.create(record(&format!("w{i}"), TaskState::Working), None).await.unwrap();
         }
@@ -735,7 +668,7 @@ mod tests {
     async fn one_principals_waiting_tasks_do_not_lock_out_another() {
         // alice leaves 300 tasks waiting for input at a cap of 300; bob still gets in, and alice's
         // own oldest waits are what expired.
-        let store = MemoryStore::new(MemoryLimits { max_tasks: 300, ..Default::default() });
+        let store = MemoryStore::new(StoreLimits { max_tasks: 300, ..Default::default() });
         for i in 0..300 {
             started(&store, "alice", &format!("a{i}"), TaskState::InputRequired).await.unwrap();
         }
@@ -759,7 +692,7 @@ mod tests {
 
     #[tokio::test]
     async fn when_full_of_waits_the_biggest_waiter_gives_way_and_the_error_tells_no_totals() {
-        let store = MemoryStore::new(MemoryLimits {
+        let store = MemoryStore::new(StoreLimits {
             max_tasks: 8,
             principal_share: 50,
             waiting_share: 100,
@@ -776,7 +709,7 @@ mod tests {
         assert!(store.entry("a0").is_none(), "alice holds the most waits: her oldest went");
         assert!(store.entry("b0").is_some());
         // Full of working tasks: refused, with no store-wide numbers.
-        let store = MemoryStore::new(MemoryLimits { max_tasks: 4, principal_share: 50, ..Default::default() });
+        let store = MemoryStore::new(StoreLimits { max_tasks: 4, principal_share: 50, ..Default::default() });
         for (owner, id) in [("x", "x0"), ("x", "x1"), ("y", "y0"), ("y", "y1")] {
             store.create(owned(owner, id, TaskState::Working), None).await.unwrap();
         }

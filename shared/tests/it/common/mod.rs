@@ -90,3 +90,27 @@ pub async fn webhook_receiver(script: Vec<u16>) -> (String, Hits) {
     });
     (url, hits)
 }
+
+/// A fresh directory under the system's temporary one, removed with its contents on drop.
+pub struct TempDir(pub std::path::PathBuf);
+
+impl TempDir {
+    pub fn new(what: &str) -> Self {
+        let path = std::env::temp_dir().join(format!("a2a-it-{what}-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&path).unwrap();
+        Self(path)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// The embedded SQL store in a fresh directory (its queues opened and dropped: nothing consumes them).
+pub async fn sqlite_store(what: &str) -> (Arc<a2a::adapters::sqlite::SqliteStore>, TempDir) {
+    let dir = TempDir::new(what);
+    let opened = a2a::adapters::sqlite::open(a2a::adapters::sqlite::SqliteOptions::new(&dir.0)).await.unwrap();
+    (opened.store, dir)
+}

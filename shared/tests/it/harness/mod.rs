@@ -68,7 +68,7 @@ pub async fn agent_with(setup: Setup) -> Agent {
             request_bytes: setup.request_bytes.unwrap_or(Limits::default().request_bytes),
             budget_wait: setup.budget_wait.unwrap_or(Duration::from_secs(10)),
         },
-        memory: a2a::adapters::memory::MemoryLimits { max_tasks: 10_000, ..Default::default() },
+        store_limits: a2a::admission::StoreLimits { max_tasks: 10_000, ..Default::default() },
         webhook_allow: a2a::ssrf::AllowList::parse(setup.webhook_allow.unwrap_or("")).unwrap(),
         push_timeout: Duration::from_secs(2),
         ..EmbeddedConfig::new("http://agent.test", Arc::new(conformance))

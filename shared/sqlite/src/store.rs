@@ -1,0 +1,465 @@
+//! [`SqliteStore`]: the task and push-config ports over the file.
+//!
+//! - Writes go through the one writer (group commit); a caller is answered once its change is
+//!   committed. Reads run on the caller's thread on a reader connection and see committed data.
+//! - One task's updates take turns on the task's slot, which also keeps the record the last update
+//!   wrote while the task is in a turn: the runner's stream of events costs no read per event. The
+//!   task row's version is checked on every write all the same.
+//! - Limits, eviction and each principal's share follow the memory store's rule, decided in memory
+//!   ([`crate::catalog`]); the tasks that give way are deleted in the transaction that needed the
+//!   room. Interrupted tasks idle past the idle TTL, and finished tasks past the retention, are
+//!   deleted by a sweep once a minute.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use parking_lot::Mutex;
+use rusqlite::{params, Connection, OptionalExtension};
+use tokio::sync::Mutex as Turn;
+
+use crate::catalog::{Catalog, Victims};
+use crate::rows::{self, json, parse, Changed, NewTask, Stored, ROW_OVERHEAD};
+use crate::writer::{db_error, Readers, Writer};
+use a2a_engine::admission::SMALL_EVENT;
+use a2a_engine::page_token::PageTokens;
+use a2a_engine::ports::*;
+use a2a_protocol::error::{A2aError, Result};
+use a2a_protocol::types::TaskPushNotificationConfig;
+
+/// Attempts of an update that keeps finding the task at another version.
+const MAX_UPDATE_ATTEMPTS: u32 = 16;
+
+/// One task's turn to write, with the record its last update wrote (`None`: read it from the file).
+type Slot = Arc<Turn<Option<Stored>>>;
+
+pub struct SqliteStore {
+    pub(crate) writer: Writer,
+    pub(crate) readers: Readers,
+    pub(crate) catalog: Mutex<Catalog>,
+    slots: Mutex<HashMap<Arc<str>, Slot>>,
+    pub(crate) tokens: PageTokens,
+    retention: Option<Duration>,
+    /// Held for the store's life: no other process opens the directory meanwhile.
+    _dir: crate::file::DataDir,
+}
+
+impl SqliteStore {
+    pub(crate) fn new(
+        writer: Writer,
+        readers: Readers,
+        catalog: Catalog,
+        tokens: PageTokens,
+        retention: Option<Duration>,
+        dir: crate::file::DataDir,
+    ) -> Self {
+        Self {
+            writer,
+            readers,
+            catalog: Mutex::new(catalog),
+            slots: Mutex::new(HashMap::new()),
+            tokens,
+            retention,
+            _dir: dir,
+        }
+    }
+
+    /// Tasks held.
+    pub fn len(&self) -> usize {
+        self.catalog.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes the store accounts for (the text of every task's rows).
+    pub fn bytes(&self) -> usize {
+        self.catalog.lock().bytes()
+    }
+
+    /// The task's slot, made if needed.
+    fn slot(&self, task_id: &str) -> Slot {
+        let mut slots = self.slots.lock();
+        match slots.get(task_id) {
+            Some(slot) => slot.clone(),
+            None => slots.entry(Arc::from(task_id)).or_default().clone(),
+        }
+    }
+
+    /// Drops the task's slot if nobody holds it and it keeps no record (the task is between turns).
+    fn release(&self, task_id: &str, slot: Slot) {
+        let mut slots = self.slots.lock();
+        let idle = slot.try_lock().is_ok_and(|cached| cached.is_none());
+        drop(slot);
+        if idle && slots.get(task_id).is_some_and(|s| Arc::strong_count(s) == 1) {
+            slots.remove(task_id);
+        }
+    }
+
+    /// Deletes tasks taken out of the books (evicted, expired); puts them back if that fails.
+    pub(crate) async fn delete_tasks(&self, victims: Victims) -> Result<()> {
+        if victims.is_empty() {
+            return Ok(());
+        }
+        let ids: Vec<String> = victims.iter().map(|(id, _)| id.to_string()).collect();
+        let deleted =
+            self.writer.run("delete tasks", move |conn| ids.iter().try_for_each(|id| rows::delete(conn, id))).await;
+        match deleted {
+            Ok(()) => {
+                self.forget(&victims);
+                Ok(())
+            }
+            Err(e) => {
+                self.catalog.lock().put_back(victims);
+                Err(e)
+            }
+        }
+    }
+
+    /// Drops what memory holds of deleted tasks.
+    fn forget(&self, victims: &Victims) {
+        let mut slots = self.slots.lock();
+        for (id, _) in victims {
+            tracing::debug!(task_id = %id, "task evicted or expired");
+            slots.remove(id);
+        }
+    }
+
+    /// Deletes interrupted tasks idle past the idle TTL and finished tasks past the retention.
+    pub async fn sweep(&self) -> Result<usize> {
+        let victims = self.catalog.lock().expired(self.retention);
+        let n = victims.len();
+        self.delete_tasks(victims).await?;
+        Ok(n)
+    }
+
+    /// Room for a large update of `task_id` (or bringing the store back within its limits).
+    fn room_for_update(&self, task_id: &str, adds: usize) -> Result<Victims> {
+        let mut catalog = self.catalog.lock();
+        let Some(entry) = catalog.get(task_id) else { return Err(A2aError::task_not_found(task_id)) };
+        if adds > SMALL_EVENT {
+            if !entry.placement.state.is_terminal() {
+                let owner = entry.placement.owner.clone();
+                return catalog.make_room(&owner, false, adds, Some(task_id), "this update");
+            }
+            return catalog.room(adds, 0, Some(task_id), "this update");
+        }
+        // Small events always go in; a store they pushed over its limits is brought back.
+        let mut victims = Victims::new();
+        catalog.evict(0, 0, Some(task_id), &mut victims);
+        Ok(victims)
+    }
+
+    async fn update_in_turn(&self, slot: &Slot, task_id: &str, adds: usize, mutate: Mutation<'_>) -> Result<Committed> {
+        let mut cached = slot.lock().await;
+        for _ in 0..MAX_UPDATE_ATTEMPTS {
+            if cached.is_none() {
+                *cached = self.readers.with(|conn| rows::read(conn, task_id))?;
+            }
+            let Some(stored) = cached.as_mut() else { return Err(A2aError::task_not_found(task_id)) };
+            let victims = self.room_for_update(task_id, adds)?;
+            let before = stored.record.version;
+            let produced = match mutate(&mut stored.record) {
+                Ok(produced) => produced,
+                Err(e) => {
+                    // The mutation left the record as it was: nothing to undo but the room.
+                    self.catalog.lock().put_back(victims);
+                    return Err(e);
+                }
+            };
+            let record = &mut stored.record;
+            record.version = before + 1;
+            let mut events = Vec::with_capacity(produced.len());
+            for event in produced {
+                record.last_seq += 1;
+                events.push(EventRecord { seq: record.last_seq, event });
+            }
+            let changed = match Changed::encode(before, stored, &events) {
+                Ok(changed) => changed,
+                Err(e) => {
+                    *cached = None;
+                    self.catalog.lock().put_back(victims);
+                    return Err(e);
+                }
+            };
+            let doomed: Vec<String> = victims.iter().map(|(id, _)| id.to_string()).collect();
+            let written = self
+                .writer
+                .run("update", move |conn| {
+                    doomed.iter().try_for_each(|id| rows::delete(conn, id))?;
+                    changed.write(conn)
+                })
+                .await;
+            match written {
+                Ok(true) => {
+                    self.forget(&victims);
+                    let Some(stored) = cached.as_ref() else { return Err(A2aError::task_not_found(task_id)) };
+                    let record = &stored.record;
+                    let committed =
+                        Committed { events, state: record.state(), version: record.version, has_push: record.has_push };
+                    let expire = self.catalog.lock().moved(rows::placement(record), stored.bytes);
+                    if committed.state.ends_turn() {
+                        *cached = None;
+                    }
+                    drop(cached);
+                    if let Some(id) = expire {
+                        tracing::debug!(task_id = %id, "a principal's interrupted tasks over their share: the oldest expired");
+                        let victims: Victims = self.catalog.lock().remove(&id).into_iter().collect();
+                        if let Err(e) = self.delete_tasks(victims).await {
+                            tracing::warn!(error = %e, "an interrupted task over its principal's share could not be deleted");
+                        }
+                    }
+                    return Ok(committed);
+                }
+                // The task moved on under us (or the tasks that gave way are gone already): read again.
+                Ok(false) => {
+                    self.forget(&victims);
+                    *cached = None;
+                }
+                Err(e) => {
+                    *cached = None;
+                    self.catalog.lock().put_back(victims);
+                    return Err(e);
+                }
+            }
+        }
+        Err(A2aError::internal(format!(
+            "task {task_id} is too contended: {MAX_UPDATE_ATTEMPTS} attempts found it changed"
+        )))
+    }
+
+    /// Writes a change to a task's push configs, keeping its byte count in step (on the task's slot,
+    /// like every change of the task).
+    async fn change_config(
+        &self,
+        task_id: &str,
+        what: &'static str,
+        change: impl FnOnce(&Connection, usize) -> Result<Option<usize>> + Send + 'static,
+    ) -> Result<()> {
+        let slot = self.slot(task_id);
+        let result = async {
+            let mut cached = slot.lock().await;
+            let id = task_id.to_string();
+            let bytes = self
+                .writer
+                .run(what, move |conn| {
+                    let held: Option<usize> = conn
+                        .prepare_cached("SELECT bytes FROM tasks WHERE id = ?1")
+                        .and_then(|mut s| s.query_row([&id], |r| r.get(0)).optional())
+                        .map_err(|e| db_error("read a task", e))?;
+                    let Some(held) = held else { return Ok(None) };
+                    let Some(bytes) = change(conn, held)? else { return Ok(Some(held)) };
+                    conn.prepare_cached("UPDATE tasks SET bytes = ?2 WHERE id = ?1")
+                        .and_then(|mut s| s.execute(params![id, bytes]))
+                        .map_err(|e| db_error("update a task", e))?;
+                    Ok(Some(bytes))
+                })
+                .await?;
+            let Some(bytes) = bytes else { return Ok(None) };
+            if let Some(stored) = cached.as_mut() {
+                stored.bytes = bytes;
+            }
+            self.catalog.lock().resized(task_id, bytes);
+            Ok(Some(()))
+        }
+        .await;
+        self.release(task_id, slot);
+        result?.ok_or_else(|| A2aError::task_not_found(task_id))
+    }
+}
+
+/// The byte count of a config row.
+fn config_bytes(body: &str) -> usize {
+    body.len() + ROW_OVERHEAD
+}
+
+fn read_config(body: &str, v03: bool) -> Result<TaskPushNotificationConfig> {
+    let mut config: TaskPushNotificationConfig = parse(body)?;
+    config.v03_payloads = v03;
+    Ok(config)
+}
+
+/// The task `(owner, messageId)` is claimed by.
+fn claim_of(conn: &Connection, owner: &str, message_id: &str) -> Result<Option<String>> {
+    conn.prepare_cached("SELECT task_id FROM claims WHERE owner = ?1 AND message_id = ?2")
+        .and_then(|mut s| s.query_row([owner, message_id], |r| r.get(0)).optional())
+        .map_err(|e| db_error("read a claim", e))
+}
+
+#[async_trait]
+impl TaskStore for SqliteStore {
+    async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
+        let new = NewTask::encode(record)?;
+        let placement = rows::placement(&new.stored().record);
+        let id = placement.key.1.clone();
+        let size = new.stored().bytes;
+        let victims = {
+            let mut catalog = self.catalog.lock();
+            if catalog.contains(&id) {
+                return Ok(false);
+            }
+            let victims = if placement.state.is_terminal() {
+                catalog.make_room_for_finished(size)?
+            } else {
+                let owner = placement.owner.clone();
+                catalog.make_room(&owner, true, size, None, "a new task")?
+            };
+            catalog.insert(placement, size);
+            victims
+        };
+        let doomed: Vec<String> = victims.iter().map(|(id, _)| id.to_string()).collect();
+        let claim = claim.cloned();
+        let created = self
+            .writer
+            .run("create", move |conn| {
+                doomed.iter().try_for_each(|id| rows::delete(conn, id))?;
+                if let Some(c) = &claim {
+                    if claim_of(conn, &c.owner, &c.message_id)? != c.replaces {
+                        return Ok(false);
+                    }
+                }
+                if !new.insert(conn)? {
+                    return Ok(false);
+                }
+                if let Some(c) = &claim {
+                    conn.prepare_cached(
+                        "INSERT INTO claims (owner, message_id, task_id) VALUES (?1, ?2, ?3)
+                         ON CONFLICT (owner, message_id) DO UPDATE SET task_id = excluded.task_id",
+                    )
+                    .and_then(|mut s| s.execute([&c.owner, &c.message_id, &new.stored().record.task.id]))
+                    .map_err(|e| db_error("claim a message", e))?;
+                }
+                Ok(true)
+            })
+            .await;
+        match created {
+            Ok(true) => {
+                self.forget(&victims);
+                Ok(true)
+            }
+            Ok(false) => {
+                self.forget(&victims);
+                self.catalog.lock().remove(&id);
+                Ok(false)
+            }
+            Err(e) => {
+                let mut catalog = self.catalog.lock();
+                catalog.remove(&id);
+                catalog.put_back(victims);
+                Err(e)
+            }
+        }
+    }
+
+    async fn claimed_task(&self, owner: &str, message_id: &str) -> Result<Option<String>> {
+        self.readers.with(|conn| claim_of(conn, owner, message_id))
+    }
+
+    async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {
+        let slot = self.slots.lock().get(task_id).cloned();
+        if let Some(slot) = slot {
+            if let Ok(cached) = slot.try_lock() {
+                if let Some(stored) = cached.as_ref() {
+                    return Ok(Some(stored.record.clone()));
+                }
+            }
+        }
+        Ok(self.readers.with(|conn| rows::read(conn, task_id))?.map(|s| s.record))
+    }
+
+    async fn update(&self, task_id: &str, adds: usize, mutate: Mutation<'_>) -> Result<Committed> {
+        let slot = self.slot(task_id);
+        let result = self.update_in_turn(&slot, task_id, adds, mutate).await;
+        self.release(task_id, slot);
+        result
+    }
+
+    async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>> {
+        self.readers.with(|conn| rows::events_after(conn, task_id, after))
+    }
+
+    async fn event(&self, task_id: &str, seq: u64) -> Result<Option<EventRecord>> {
+        let body: Option<String> = self.readers.with(|conn| {
+            conn.prepare_cached("SELECT body FROM events WHERE task_id = ?1 AND seq = ?2")
+                .and_then(|mut s| s.query_row(params![task_id, seq], |r| r.get(0)).optional())
+                .map_err(|e| db_error("read an event", e))
+        })?;
+        body.map(|b| Ok(EventRecord { seq, event: parse(&b)? })).transpose()
+    }
+
+    async fn list(&self, query: &TaskQuery) -> Result<TaskPage> {
+        crate::list::page(self, query)
+    }
+
+    async fn hydrate(&self, record: TaskRecord) -> Result<TaskRecord> {
+        Ok(self.load(&record.task.id).await?.unwrap_or(record))
+    }
+}
+
+#[async_trait]
+impl PushConfigStore for SqliteStore {
+    async fn put(&self, config: TaskPushNotificationConfig) -> Result<()> {
+        let task_id = config.task_id.clone();
+        let body = json(&config)?;
+        let v03 = config.v03_payloads;
+        self.change_config(&task_id, "put a push config", move |conn, bytes| {
+            let old: Option<String> = conn
+                .prepare_cached("SELECT body FROM push_configs WHERE task_id = ?1 AND id = ?2")
+                .and_then(|mut s| s.query_row([&config.task_id, &config.id], |r| r.get(0)).optional())
+                .map_err(|e| db_error("read a push config", e))?;
+            // A new config is owed the events after this one; a replaced one keeps its place.
+            conn.prepare_cached(
+                "INSERT INTO push_configs (task_id, id, body, v03, from_seq)
+                 VALUES (?1, ?2, ?3, ?4, (SELECT last_seq FROM tasks WHERE id = ?1))
+                 ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body, v03 = excluded.v03",
+            )
+            .and_then(|mut s| s.execute(params![config.task_id, config.id, body, v03]))
+            .map_err(|e| db_error("put a push config", e))?;
+            Ok(Some(bytes + config_bytes(&body) - old.as_deref().map_or(0, config_bytes)))
+        })
+        .await
+    }
+
+    async fn get(&self, task_id: &str, id: &str) -> Result<Option<TaskPushNotificationConfig>> {
+        let row: Option<(String, bool)> = self.readers.with(|conn| {
+            conn.prepare_cached("SELECT body, v03 FROM push_configs WHERE task_id = ?1 AND id = ?2")
+                .and_then(|mut s| s.query_row([task_id, id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+                .map_err(|e| db_error("read a push config", e))
+        })?;
+        row.map(|(body, v03)| read_config(&body, v03)).transpose()
+    }
+
+    async fn list(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>> {
+        let rows: Vec<(String, bool)> = self.readers.with(|conn| {
+            let mut select = conn
+                .prepare_cached("SELECT body, v03 FROM push_configs WHERE task_id = ?1 ORDER BY id")
+                .map_err(|e| db_error("read push configs", e))?;
+            let rows = select
+                .query_map([task_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| db_error("read push configs", e))?;
+            Ok(rows)
+        })?;
+        rows.iter().map(|(body, v03)| read_config(body, *v03)).collect()
+    }
+
+    async fn delete(&self, task_id: &str, id: &str) -> Result<()> {
+        let (task, config_id) = (task_id.to_string(), id.to_string());
+        let deleted = self
+            .change_config(task_id, "delete a push config", move |conn, bytes| {
+                let old: Option<String> = conn
+                    .prepare_cached("DELETE FROM push_configs WHERE task_id = ?1 AND id = ?2 RETURNING body")
+                    .and_then(|mut s| s.query_row([&task, &config_id], |r| r.get(0)).optional())
+                    .map_err(|e| db_error("delete a push config", e))?;
+                Ok(old.map(|old| bytes.saturating_sub(config_bytes(&old))))
+            })
+            .await;
+        match deleted {
+            // Idempotent: deleting from a task that is gone is not an error.
+            Err(e) if e.kind == a2a_protocol::error::ErrorKind::TaskNotFound => Ok(()),
+            other => other,
+        }
+    }
+}
