@@ -3,7 +3,7 @@
 # API Gateway and Lambda cannot carry — on ECS Fargate or App Runner with the AWS backend
 # (DynamoDB + SQS): see infra/container/README.md.
 #   docker build -t a2a-local .
-#   docker run -p 8080:8080 -p 50051:50051 a2a-local --backend memory ...
+#   docker run -p 8080:8080 -p 50051:50051 a2a-local --store memory ...
 FROM rust:1.95-bookworm AS build
 RUN apt-get update \
  && apt-get install -y --no-install-recommends musl-tools=1.2.3-1 \

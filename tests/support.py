@@ -52,10 +52,24 @@ def webhook_receiver(raw=False):
     return f"http://127.0.0.1:{server.server_address[1]}/hook", received
 
 
+def data_dir_args(*given):
+    """`--data-dir` of a fresh temporary directory (removed when the tests end), unless `given` names
+    one: the default store keeps one SQLite file per directory, and one process per directory."""
+    import atexit
+    import shutil
+    import tempfile
+
+    if any(a == "--data-dir" or a.startswith("--data-dir=") for args in given for a in args):
+        return []
+    path = tempfile.mkdtemp(prefix="a2a-data-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return ["--data-dir", path]
+
+
 def a2a_local(args, log=None, seconds=30, env=None):
     """Starts $A2A_LOCAL_BIN on a free 127.0.0.1 port with `args` (plus $A2A_LOCAL_ARGS, which
-    picks the backend) and `env` added to the environment; returns (base URL, process). The caller
-    terminates it."""
+    picks the store) and `env` added to the environment, in a data directory of its own; returns
+    (base URL, process). The caller terminates it."""
     import os
     import subprocess
 
@@ -66,7 +80,7 @@ def a2a_local(args, log=None, seconds=30, env=None):
     base = f"http://127.0.0.1:{port}"
     extra = os.environ.get("A2A_LOCAL_ARGS", "").split()
     proc = subprocess.Popen(
-        [binary, "--addr", f"127.0.0.1:{port}", *args, *extra],
+        [binary, "--addr", f"127.0.0.1:{port}", *args, *extra, *data_dir_args(args, extra)],
         stdout=log or subprocess.DEVNULL,
         stderr=subprocess.STDOUT,
         env={**os.environ, **(env or {})},

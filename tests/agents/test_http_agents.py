@@ -1,5 +1,5 @@
 """Agents in other languages behind a2a-local (docs/agent-http.md), driven by the official a2a-sdk
-client: the Python and TypeScript example agents on the memory backend and on --backend aws (moto) —
+client: the Python and TypeScript example agents on the memory backend and on --store aws (moto) —
 blocking and streaming sends with the chunked artifact arriving piece by piece, multi-turn
 INPUT_REQUIRED, a cancel during a run reaching the agent — and a misbehaving agent whose every fault
 ends the task FAILED with its reason, a slow agent kept alive across the queue's visibility timeout
@@ -69,7 +69,7 @@ def host(agent_url, backend, *extra, env=None):
     if backend == "aws":
         if not os.environ.get("AWS_ENDPOINT_URL"):
             pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
-        args += ["--backend", "aws", "--create-resources"]
+        args += ["--store", "aws", "--create-resources"]
         os.environ["TABLE_NAME"] = f"agents-{uuid.uuid4().hex[:12]}"
     old = {k: os.environ.get(k) for k in (env or {})}
     os.environ.update(env or {})

@@ -1,6 +1,6 @@
 """The gateway (`a2a-local --agent-a2a URL`) in front of an agent built with the official a2a-sdk
 (tests/cli/sdk_agent.py), driven by the official a2a-sdk client over JSON-RPC and HTTP+JSON, on the
-memory backend, on --backend aws (moto), and with the gateway calling the upstream over gRPC: blocking and streaming sends relayed event by event,
+memory backend, on --store aws (moto), and with the gateway calling the upstream over gRPC: blocking and streaming sends relayed event by event,
 multi-turn through the upstream's INPUT_REQUIRED, a cancel forwarded to the upstream task, an
 upstream failure ending the task FAILED with its reason, and push notifications through the host."""
 
@@ -46,7 +46,7 @@ def gateway(request, upstream, tmp_path_factory):
     if request.param == "aws":
         if not os.environ.get("AWS_ENDPOINT_URL"):
             pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
-        args += ["--backend", "aws", "--create-resources"]
+        args += ["--store", "aws", "--create-resources"]
         os.environ["TABLE_NAME"] = f"gateway-{uuid.uuid4().hex[:12]}"
     base, proc = a2a_local(args)
     yield base

@@ -249,7 +249,7 @@ def test_push_notifications_are_signed_and_verify_with_pyjwt(backend, tmp_path):
     if backend == "aws":
         if not os.environ.get("AWS_ENDPOINT_URL"):
             pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
-        args += ["--backend", "aws", "--create-resources"]
+        args += ["--store", "aws", "--create-resources"]
     env_table = os.environ.get("TABLE_NAME")
     os.environ["TABLE_NAME"] = f"signing-{uuid.uuid4().hex[:12]}"
     try:

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
-from support import free_port, wait_ready  # noqa: E402
+from support import data_dir_args, free_port, wait_ready  # noqa: E402
 
 WORKER = ROOT / "functions" / "edge-worker"
 KEYS = {"alice": "key-alice", "bob": "key-bob"}
@@ -50,6 +50,7 @@ def edge():
             "--public-url", base,
             "--edge-url", base,
             "--edge-publish-secret", SECRET,
+            *data_dir_args(),
         ],
         stdout=open(logs / "edge-origin.log", "w"),
         stderr=subprocess.STDOUT,

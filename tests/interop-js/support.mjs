@@ -1,6 +1,9 @@
 // What the JavaScript interop tests share.
 import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 /** A free TCP port on 127.0.0.1. */
 export async function freePort() {
@@ -29,7 +32,9 @@ export async function startLocal(args, { backend = true } = {}) {
   const extra = backend ? (process.env.A2A_LOCAL_ARGS || '').split(' ').filter(Boolean) : [];
   const env = { ...process.env };
   if (env.TABLE_NAME) env.TABLE_NAME = `${env.TABLE_NAME}-${port}`;
-  const proc = spawn(bin, ['--addr', `127.0.0.1:${port}`, ...args, ...extra], { stdio: 'ignore', env });
+  // A data directory of its own (the default store keeps one SQLite file per directory).
+  const dataDir = [...args, ...extra].includes('--data-dir') ? [] : ['--data-dir', mkdtempSync(join(tmpdir(), 'a2a-data-'))];
+  const proc = spawn(bin, ['--addr', `127.0.0.1:${port}`, ...args, ...extra, ...dataDir], { stdio: 'ignore', env });
   for (let i = 0; i < 300; i++) { // bounded: 30 s
     try {
       if ((await fetch(`${base}/.well-known/agent-card.json`)).ok) return { proc, base };

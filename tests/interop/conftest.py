@@ -12,7 +12,7 @@ import pytest
 
 HERE = Path(__file__).parent
 sys.path.insert(0, str(HERE.parent))
-from support import free_port  # noqa: E402
+from support import data_dir_args, free_port  # noqa: E402
 
 KEYS = {"alice": "key-alice", "bob": "key-bob"}
 
@@ -25,7 +25,7 @@ def anyio_backend():
 def start_local(binary, port, args):
     """Starts a2a-local on 127.0.0.1:`port` with `args`; waits (bounded) for its card."""
     base = f"http://127.0.0.1:{port}"
-    proc = subprocess.Popen([binary, "--addr", f"127.0.0.1:{port}", *args],
+    proc = subprocess.Popen([binary, "--addr", f"127.0.0.1:{port}", *args, *data_dir_args(args)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     for _ in range(100):  # bounded: 100 x 0.1 s
         try:

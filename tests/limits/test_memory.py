@@ -213,7 +213,7 @@ def test_idle_grpc_sockets_under_a_small_descriptor_limit_do_not_stop_the_http_p
     port, grpc_port = free_port(), free_port()
     proc = subprocess.Popen(
         [os.environ["A2A_LOCAL_BIN"], "--addr", f"127.0.0.1:{port}", "--grpc-addr", f"127.0.0.1:{grpc_port}",
-         "--agent", "echo", "--header-timeout", "2"],
+         "--agent", "echo", "--header-timeout", "2", "--store", "memory"],
         stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, preexec_fn=limit_descriptors)
     base = f"http://127.0.0.1:{port}"
     sockets = []

@@ -1,5 +1,5 @@
 """One trace for one task, asserted at a real OTLP receiver (tests/observability/otlp.py): a client's
-`traceparent` → a2a-local's SERVER span → the queue hop (send, then process; SQS on --backend aws,
+`traceparent` → a2a-local's SERVER span → the queue hop (send, then process; SQS on --store aws,
 moto) → `invoke_agent` → the CLIENT span of the call to the Python example agent (which receives a
 `traceparent` of the same trace) → the CLIENT span of the webhook delivery (whose receiver gets one
 too). Also: gRPC metadata carries the trace, the gateway carries it to an upstream A2A agent, the CLI
@@ -48,7 +48,7 @@ def backend_args(backend):
         return []
     if not os.environ.get("AWS_ENDPOINT_URL"):
         pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
-    return ["--backend", "aws", "--create-resources"]
+    return ["--store", "aws", "--create-resources"]
 
 
 def start_agent(word_delay="0"):

@@ -1,6 +1,6 @@
 """Authentication with a real OpenID provider: the npm package oidc-provider (tests/oidc/provider.mjs)
 on 127.0.0.1 issues client-credentials JWT access tokens, and a2a-local verifies them (OpenID
-discovery, JWKS, audiences, scopes) beside API keys, on the memory backend and on --backend aws
+discovery, JWKS, audiences, scopes) beside API keys, on the memory backend and on --store aws
 (moto). The official a2a-sdk client authenticates from the card's declared schemes (its
 AuthInterceptor) on both bindings; two clients are two principals that cannot see each other's
 tasks; per-operation scopes; key rotation at the provider while the server runs; and every refusal
@@ -119,7 +119,7 @@ def start_server(provider, backend, extra=()):
     if backend == "aws":
         if not os.environ.get("AWS_ENDPOINT_URL"):
             pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
-        args += ["--backend", "aws", "--create-resources"]
+        args += ["--store", "aws", "--create-resources"]
         os.environ["TABLE_NAME"] = f"oidc-{uuid.uuid4().hex[:12]}"
     path = LOGS / f"a2a-local-oidc-{backend}-{uuid.uuid4().hex[:6]}.log"
     base, proc = a2a_local(args, log=open(path, "w"))

@@ -68,6 +68,10 @@ struct Args {
     /// the limits make it give way.
     #[arg(long, env = "A2A_TASK_RETENTION", default_value_t = 0)]
     task_retention: u64,
+    /// With --store sqlite: the most bytes the data file may grow to; past it changes are refused
+    /// (503) as on a full disk. 0: the disk is the limit.
+    #[arg(long, env = "A2A_MAX_FILE_BYTES", default_value_t = 0)]
+    max_file_bytes: u64,
     /// With --store aws: create the table, its indexes and the queues (with DLQs) if missing.
     #[arg(long, env = "A2A_CREATE_RESOURCES")]
     create_resources: bool,
@@ -351,6 +355,7 @@ fn serve(args: Args) -> Result<(), String> {
                     DurabilityKind::Power => Durability::Power,
                 },
                 retention: (args.task_retention > 0).then(|| Duration::from_secs(args.task_retention)),
+                max_file_bytes: (args.max_file_bytes > 0).then_some(args.max_file_bytes),
             }),
             StoreKind::Memory => Backend::Memory,
             StoreKind::Aws => Backend::Aws(AwsOptions {

@@ -1,5 +1,5 @@
 //! Creates the table (with its GSIs and TTL) and the FIFO queues with their dead-letter queues
-//! when they are missing (`a2a-local --backend aws --create-resources`); waits for the table to be
+//! when they are missing (`a2a-local --store aws --create-resources`); waits for the table to be
 //! ACTIVE. Production creates them from `infra/` instead.
 
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! The SQS adapters: the work queue (execute and cancel jobs for the task runner) and the push queue
-//! (webhook deliveries), and the pollers that consume them in-process (`a2a-local --backend aws`;
+//! (webhook deliveries), and the pollers that consume them in-process (`a2a-local --store aws`;
 //! in Lambda the event source mapping does the polling).
 //!
 //! Both queues are **FIFO**, for two reasons a standard queue cannot give:

@@ -45,6 +45,8 @@ pub struct SqliteBackend {
     pub durability: a2a_sqlite::Durability,
     /// Finished tasks older than this are deleted (`None`: kept until the limits evict them).
     pub retention: Option<Duration>,
+    /// The most the data file may grow to (`None`: the disk is the limit).
+    pub max_file_bytes: Option<u64>,
 }
 
 #[cfg(feature = "aws")]
@@ -176,6 +178,7 @@ async fn sqlite_wiring(backend: SqliteBackend, limits: StoreLimits, retry: Retry
         durability: backend.durability,
         retention: backend.retention,
         limits,
+        max_file_bytes: backend.max_file_bytes,
     };
     let opened = a2a_sqlite::open(options).await?;
     Ok(Wiring {

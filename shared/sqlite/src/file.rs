@@ -139,8 +139,9 @@ fn restrict(path: &Path, mode: u32) {
     let _ = (path, mode);
 }
 
-/// The writing connection: checks what the file is, sets WAL and the durability, migrates.
-pub(crate) fn open_writer(db: &Path, durability: Durability) -> Result<Connection> {
+/// The writing connection: checks what the file is, sets WAL and the durability, migrates, caps
+/// the file's size.
+pub(crate) fn open_writer(db: &Path, durability: Durability, max_bytes: Option<u64>) -> Result<Connection> {
     let shown = db.display();
     let new = !db.exists();
     let conn = Connection::open(db).map_err(|e| A2aError::internal(format!("cannot open {shown}: {e}")))?;
@@ -162,13 +163,21 @@ pub(crate) fn open_writer(db: &Path, durability: Durability) -> Result<Connectio
         Durability::Process => "NORMAL",
         Durability::Power => "FULL",
     };
+    // Checkpoints run on a thread of their own (`checkpointer`), not inside a commit.
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = OFF; PRAGMA busy_timeout = 5000;
-         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384;"
+         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 0;
+         PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};"
     ))
     .map_err(|e| db_error("open", e))?;
+    conn.set_prepared_statement_cache_capacity(STATEMENTS);
     migrate(&conn, db)?;
     conn.pragma_update(None, "application_id", APPLICATION_ID).map_err(|e| db_error("open", e))?;
+    if let Some(max) = max_bytes {
+        let page: u64 = conn.pragma_query_value(None, "page_size", |r| r.get(0)).map_err(|e| db_error("open", e))?;
+        let pages = (max / page.max(512)).max(16);
+        conn.pragma_update(None, "max_page_count", pages).map_err(|e| db_error("open", e))?;
+    }
     Ok(conn)
 }
 
@@ -204,7 +213,36 @@ pub(crate) fn open_reader(db: &Path) -> Result<Connection> {
     let conn = Connection::open_with_flags(db, flags).map_err(|e| db_error("open a reader", e))?;
     conn.execute_batch("PRAGMA query_only = 1; PRAGMA busy_timeout = 5000; PRAGMA cache_size = -8192;")
         .map_err(|e| db_error("open a reader", e))?;
+    conn.set_prepared_statement_cache_capacity(STATEMENTS);
     Ok(conn)
+}
+
+/// Statements each connection keeps prepared: more than the store uses, so none is parsed twice.
+const STATEMENTS: usize = 128;
+/// The WAL file is cut back to this once checkpointed (bytes).
+const WAL_SIZE_LIMIT: u64 = 64 << 20;
+/// How often the checkpointer copies the WAL into the file.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Copies committed pages from the WAL into the file on a thread of its own (`PASSIVE`: it never
+/// waits for the writer or a reader), so that no commit pays for a checkpoint; stops when
+/// `stop` is dropped.
+pub(crate) fn checkpointer(db: &Path) -> Result<std::sync::mpsc::Sender<()>> {
+    let conn = Connection::open(db).map_err(|e| db_error("open the checkpointer", e))?;
+    conn.execute_batch("PRAGMA busy_timeout = 5000;").map_err(|e| db_error("open the checkpointer", e))?;
+    let (stop, stopped) = std::sync::mpsc::channel::<()>();
+    std::thread::Builder::new()
+        .name("a2a-sqlite-checkpoint".into())
+        .spawn(move || {
+            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+                    tracing::warn!(error = %e, "a checkpoint of the data file failed; the next one retries");
+                }
+            }
+            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
+        })
+        .map_err(|e| A2aError::internal(format!("cannot start the checkpointer: {e}")))?;
+    Ok(stop)
 }
 
 /// The secret that seals ListTasks page tokens, kept in the file so that tokens outlive a restart.
@@ -250,18 +288,18 @@ mod tests {
     fn a_newer_file_and_a_foreign_file_are_refused() {
         let dir = scratch();
         let db = dir.join(DB_FILE);
-        drop(open_writer(&db, Durability::Process).unwrap());
+        drop(open_writer(&db, Durability::Process, None).unwrap());
         let conn = Connection::open(&db).unwrap();
         conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1).unwrap();
         drop(conn);
-        let refused = open_writer(&db, Durability::Process).err().unwrap();
+        let refused = open_writer(&db, Durability::Process, None).err().unwrap();
         assert!(refused.message.contains("written by a newer a2a-local"), "{}", refused.message);
 
         let other = dir.join("other.db");
         let conn = Connection::open(&other).unwrap();
         conn.pragma_update(None, "application_id", 7).unwrap();
         drop(conn);
-        let refused = open_writer(&other, Durability::Process).err().unwrap();
+        let refused = open_writer(&other, Durability::Process, None).err().unwrap();
         assert!(refused.message.contains("another program"), "{}", refused.message);
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -270,8 +308,8 @@ mod tests {
     fn reopening_keeps_the_schema_and_the_page_token_key() {
         let dir = scratch();
         let db = dir.join(DB_FILE);
-        let first = page_token_key(&open_writer(&db, Durability::Power).unwrap()).unwrap();
-        let conn = open_writer(&db, Durability::Process).unwrap();
+        let first = page_token_key(&open_writer(&db, Durability::Power, None).unwrap()).unwrap();
+        let conn = open_writer(&db, Durability::Process, None).unwrap();
         assert_eq!(page_token_key(&conn).unwrap(), first);
         let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
         assert_eq!(version, SCHEMA_VERSION);

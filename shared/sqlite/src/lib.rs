@@ -17,6 +17,7 @@ mod catalog;
 pub mod file;
 mod list;
 mod queues;
+mod recent;
 mod rows;
 mod store;
 mod writer;
@@ -51,6 +52,9 @@ pub struct SqliteOptions {
     /// make them give way.
     pub retention: Option<Duration>,
     pub limits: StoreLimits,
+    /// The most the data file may grow to (SQLite's `max_page_count`); past it a change is refused
+    /// as on a full disk. `None`: the disk is the limit.
+    pub max_file_bytes: Option<u64>,
 }
 
 impl SqliteOptions {
@@ -60,6 +64,7 @@ impl SqliteOptions {
             durability: Durability::default(),
             retention: None,
             limits: StoreLimits::default(),
+            max_file_bytes: None,
         }
     }
 }
@@ -82,14 +87,18 @@ pub struct Opened {
 pub async fn open(options: SqliteOptions) -> Result<Opened> {
     let started = std::time::Instant::now();
     let dir = file::open_dir(&options.data_dir)?;
-    let conn = file::open_writer(&dir.db, options.durability)?;
+    let conn = file::open_writer(&dir.db, options.durability, options.max_file_bytes)?;
     let tokens = PageTokens::new(file::page_token_key(&conn)?);
     let catalog = load_catalog(&conn, options.limits)?;
     let tasks = catalog.len();
+    let last_job: i64 = conn
+        .query_row("SELECT COALESCE(MAX(id), 0) FROM work_jobs", [], |r| r.get(0))
+        .map_err(|e| writer::db_error("load", e))?;
     let writer = writer::Writer::start(conn)?;
     let readers = writer::Readers::new(dir.db.clone());
-    let store = Arc::new(SqliteStore::new(writer, readers, catalog, tokens, options.retention, dir));
-    let (work, jobs) = SqliteWorkQueue::new(store.clone());
+    let checkpoints = file::checkpointer(&dir.db)?;
+    let store = Arc::new(SqliteStore::new(writer, readers, catalog, tokens, options.retention, dir, checkpoints));
+    let (work, jobs) = SqliteWorkQueue::new(store.clone(), last_job);
     let (push, deliveries) = SqlitePushQueue::new(store.clone());
     let recovered = (work.recover().await?, push.recover().await?);
     tracing::info!(

@@ -1,12 +1,16 @@
 //! The two queues of a2a-local, in the same file as the tasks, so that work waiting at a crash is
 //! done after the restart:
 //!
-//! - **Turns** (`work_jobs`): a job is written before it is handed to the runner and deleted once
-//!   the run ends. At start, every job still there is delivered again with its delivery count
-//!   raised (`attempt` 2, 3, ...): the runner runs a turn whose agent had not yet started (the task
-//!   is still SUBMITTED) with the same run id, and fails a turn that was cut off mid-run (WORKING)
-//!   with a reason that says so, since running an agent twice is not safe in general. Cancels are
-//!   not kept: after a restart nothing runs that they could stop.
+//! - **Turns** (`work_jobs`): a job's row is written as it is handed to the runner (in the same
+//!   writer queue, so before the row that ends it) and deleted once the run ends. At start, every
+//!   job still there is delivered again with its delivery count raised (`attempt` 2, 3, ...): the
+//!   runner runs a turn whose agent had not yet started (the task is still SUBMITTED) with the same
+//!   run id, and fails a turn that was cut off mid-run (WORKING) with a reason that says so, since
+//!   running an agent twice is not safe in general. A SUBMITTED or WORKING task with no job row
+//!   (its job's row was not yet committed at the crash) gets its job back from the task itself, so
+//!   the row need not be waited for; a job with activated extensions, which the task does not
+//!   record, is written before it is handed on. Cancels are not kept: after a restart nothing runs
+//!   that they could stop.
 //! - **Webhook deliveries** (`push_jobs`): one row per (task, config, event), unique, so an event is
 //!   queued for a webhook once; the row keeps the delivery's attempt and when the next one is due
 //!   (a restart keeps the backoff), then is marked delivered, refused or dead (the dead letters,
@@ -41,6 +45,8 @@ use a2a_telemetry::TraceContext;
 pub struct SqliteWorkQueue {
     store: Arc<SqliteStore>,
     tx: mpsc::UnboundedSender<Queued>,
+    /// The last job id handed out (ids are chosen here, so a row need not be waited for).
+    last_id: std::sync::atomic::AtomicI64,
 }
 
 /// The push queue over `push_jobs`; the push worker consumes what it hands on.
@@ -68,9 +74,9 @@ fn read_trace(raw: Option<String>) -> Option<TraceContext> {
 }
 
 impl SqliteWorkQueue {
-    pub(crate) fn new(store: Arc<SqliteStore>) -> (Self, mpsc::UnboundedReceiver<Queued>) {
+    pub(crate) fn new(store: Arc<SqliteStore>, last_id: i64) -> (Self, mpsc::UnboundedReceiver<Queued>) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (Self { store, tx }, rx)
+        (Self { store, tx, last_id: last_id.into() }, rx)
     }
 
     /// What the runner calls when the run of job `id` is over: the job leaves the file.
@@ -92,20 +98,24 @@ impl SqliteWorkQueue {
         self.tx.send(Queued { job, trace, sent, attempt, done }).map_err(|_| stopped("task runner"))
     }
 
-    /// Writes a job and returns its row id.
-    async fn write(&self, job: &Job, trace: Option<&TraceContext>, deliveries: u32) -> Result<i64> {
+    /// A job's row: waited for (`wait`), or only queued behind the changes before it.
+    async fn write(&self, job: &Job, trace: Option<&TraceContext>, deliveries: u32, wait: bool) -> Result<i64> {
+        let id = self.last_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         let (task_id, body, trace) = (job.task_id().to_string(), json(job)?, trace_json(trace)?);
-        self.store
-            .writer
-            .run("queue a turn", move |conn| {
-                conn.prepare_cached(
-                    "INSERT INTO work_jobs (task_id, job, trace, deliveries, queued_us) VALUES (?1, ?2, ?3, ?4, ?5)",
-                )
-                .and_then(|mut s| s.execute(params![task_id, body, trace, deliveries, micros(Utc::now())]))
-                .map_err(|e| db_error("queue a turn", e))?;
-                Ok(conn.last_insert_rowid())
-            })
-            .await
+        let insert = move |conn: &Connection| {
+            conn.prepare_cached(
+                "INSERT INTO work_jobs (id, task_id, job, trace, deliveries, queued_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .and_then(|mut s| s.execute(params![id, task_id, body, trace, deliveries, micros(Utc::now())]))
+            .map(drop)
+            .map_err(|e| db_error("queue a turn", e))
+        };
+        if wait {
+            self.store.writer.run("queue a turn", insert).await?;
+        } else {
+            self.store.writer.submit("queue a turn", insert);
+        }
+        Ok(id)
     }
 
     /// At start: the jobs left in the file are delivered again, and a SUBMITTED task with no job
@@ -144,13 +154,22 @@ impl SqliteWorkQueue {
             self.hand_on(job, read_trace(trace), deliveries, Some(id))?;
             handed += 1;
         }
-        let submitted = self.store.catalog.lock().in_state(TaskState::Submitted);
-        for task_id in submitted.iter().filter(|id| !queued.contains(id.as_ref())) {
+        // A task on a turn whose job row never made it to the file: its job is made from the task
+        // (SUBMITTED: the agent has not started, attempt 1; WORKING: cut off mid-run, delivered as
+        // a second attempt, which the runner fails).
+        let mut orphans = Vec::new();
+        {
+            let catalog = self.store.catalog.lock();
+            for (state, attempt) in [(TaskState::Submitted, 1), (TaskState::Working, 2)] {
+                orphans.extend(catalog.in_state(state).into_iter().map(|id| (id, attempt)));
+            }
+        }
+        for (task_id, attempt) in orphans.iter().filter(|(id, _)| !queued.contains(id.as_ref())) {
             let Some(record) = self.store.readers.with(|conn| crate::rows::read(conn, task_id))? else { continue };
             let record = record.record;
             let message_id = match &record.turn {
                 Some(turn) => turn.message_id.clone(),
-                None => match record.task.history.last() {
+                None => match record.task.history.iter().rev().find(|m| m.role == a2a_protocol::types::Role::User) {
                     Some(m) => m.message_id.clone(),
                     None => continue,
                 },
@@ -161,9 +180,9 @@ impl SqliteWorkQueue {
                 turn: record.last_seq,
                 extensions: Vec::new(),
             };
-            tracing::info!(task_id = %task_id, "a submitted task without a queued turn: queued after the restart");
-            let id = self.write(&job, None, 1).await?;
-            self.hand_on(job, None, 1, Some(id))?;
+            tracing::info!(task_id = %task_id, attempt, "a task on a turn without a queued job: its job queued after the restart");
+            let id = self.write(&job, None, *attempt, true).await?;
+            self.hand_on(job, None, *attempt, Some(id))?;
             handed += 1;
         }
         Ok(handed)
@@ -178,8 +197,9 @@ impl WorkQueue for SqliteWorkQueue {
         match &job {
             // A cancel only signals a run in this process: nothing to keep.
             Job::Cancel { .. } => self.hand_on(job, trace, 1, None),
-            Job::Execute { .. } => {
-                let id = self.write(&job, trace.as_ref(), 1).await?;
+            Job::Execute { extensions, .. } => {
+                let wait = !extensions.is_empty();
+                let id = self.write(&job, trace.as_ref(), 1, wait).await?;
                 self.hand_on(job, trace, 1, Some(id))
             }
         }

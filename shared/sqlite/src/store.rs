@@ -2,9 +2,9 @@
 //!
 //! - Writes go through the one writer (group commit); a caller is answered once its change is
 //!   committed. Reads run on the caller's thread on a reader connection and see committed data.
-//! - One task's updates take turns on the task's slot, which also keeps the record the last update
-//!   wrote while the task is in a turn: the runner's stream of events costs no read per event. The
-//!   task row's version is checked on every write all the same.
+//! - One task's updates take turns (a lock per task while any is waiting); the tasks written last
+//!   are kept decoded ([`crate::recent`]), so a turn (the runner's load, an update per event, the
+//!   answer) reads no row. The task row's version is checked on every write all the same.
 //! - Limits, eviction and each principal's share follow the memory store's rule, decided in memory
 //!   ([`crate::catalog`]); the tasks that give way are deleted in the transaction that needed the
 //!   room. Interrupted tasks idle past the idle TTL, and finished tasks past the retention, are
@@ -31,18 +31,24 @@ use a2a_protocol::types::TaskPushNotificationConfig;
 /// Attempts of an update that keeps finding the task at another version.
 const MAX_UPDATE_ATTEMPTS: u32 = 16;
 
-/// One task's turn to write, with the record its last update wrote (`None`: read it from the file).
-type Slot = Arc<Turn<Option<Stored>>>;
+/// One task's turn to write.
+type Slot = Arc<Turn<()>>;
+
+/// What the cache of recently written tasks may hold (the text of their rows).
+const RECENT_BYTES: usize = 32 << 20;
 
 pub struct SqliteStore {
     pub(crate) writer: Writer,
     pub(crate) readers: Readers,
     pub(crate) catalog: Mutex<Catalog>,
     slots: Mutex<HashMap<Arc<str>, Slot>>,
+    recent: Mutex<crate::recent::Recent>,
     pub(crate) tokens: PageTokens,
     retention: Option<Duration>,
     /// Held for the store's life: no other process opens the directory meanwhile.
     _dir: crate::file::DataDir,
+    /// Dropped with the store: the checkpointer does a last checkpoint and stops.
+    _checkpoints: std::sync::mpsc::Sender<()>,
 }
 
 impl SqliteStore {
@@ -53,15 +59,18 @@ impl SqliteStore {
         tokens: PageTokens,
         retention: Option<Duration>,
         dir: crate::file::DataDir,
+        checkpoints: std::sync::mpsc::Sender<()>,
     ) -> Self {
         Self {
             writer,
             readers,
             catalog: Mutex::new(catalog),
             slots: Mutex::new(HashMap::new()),
+            recent: Mutex::new(crate::recent::Recent::new(RECENT_BYTES)),
             tokens,
             retention,
             _dir: dir,
+            _checkpoints: checkpoints,
         }
     }
 
@@ -88,14 +97,23 @@ impl SqliteStore {
         }
     }
 
-    /// Drops the task's slot if nobody holds it and it keeps no record (the task is between turns).
+    /// Drops the task's slot once nobody holds or waits for it.
     fn release(&self, task_id: &str, slot: Slot) {
         let mut slots = self.slots.lock();
-        let idle = slot.try_lock().is_ok_and(|cached| cached.is_none());
         drop(slot);
-        if idle && slots.get(task_id).is_some_and(|s| Arc::strong_count(s) == 1) {
+        if slots.get(task_id).is_some_and(|s| Arc::strong_count(s) == 1) {
             slots.remove(task_id);
         }
+    }
+
+    /// The task as committed: from the recent ones, or read (and then held, if no change of it is
+    /// under way: a change puts back what it committed).
+    fn read(&self, task_id: &str) -> Result<Option<Stored>> {
+        let Some(stored) = self.readers.with(|conn| rows::read(conn, task_id))? else { return Ok(None) };
+        if !self.slots.lock().contains_key(task_id) {
+            self.recent.lock().put(Arc::from(task_id), stored.clone());
+        }
+        Ok(Some(stored))
     }
 
     /// Deletes tasks taken out of the books (evicted, expired); puts them back if that fails.
@@ -120,11 +138,23 @@ impl SqliteStore {
 
     /// Drops what memory holds of deleted tasks.
     fn forget(&self, victims: &Victims) {
-        let mut slots = self.slots.lock();
+        let mut recent = self.recent.lock();
         for (id, _) in victims {
             tracing::debug!(task_id = %id, "task evicted or expired");
-            slots.remove(id);
+            recent.take(id);
         }
+    }
+
+    /// SQLite's check of the whole file (`PRAGMA integrity_check`): "ok", or what is wrong.
+    pub fn integrity_check(&self) -> Result<String> {
+        self.readers.with(|conn| {
+            let mut check = conn.prepare("PRAGMA integrity_check").map_err(|e| db_error("check", e))?;
+            let lines = check
+                .query_map([], |r| r.get::<_, String>(0))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| db_error("check", e))?;
+            Ok(lines.join("\n"))
+        })
     }
 
     /// Deletes interrupted tasks idle past the idle TTL and finished tasks past the retention.
@@ -153,19 +183,30 @@ impl SqliteStore {
     }
 
     async fn update_in_turn(&self, slot: &Slot, task_id: &str, adds: usize, mutate: Mutation<'_>) -> Result<Committed> {
-        let mut cached = slot.lock().await;
+        let _turn = slot.lock().await;
         for _ in 0..MAX_UPDATE_ATTEMPTS {
-            if cached.is_none() {
-                *cached = self.readers.with(|conn| rows::read(conn, task_id))?;
-            }
-            let Some(stored) = cached.as_mut() else { return Err(A2aError::task_not_found(task_id)) };
-            let victims = self.room_for_update(task_id, adds)?;
+            let held = self.recent.lock().take(task_id);
+            let mut stored = match held {
+                Some(stored) => stored,
+                None => match self.readers.with(|conn| rows::read(conn, task_id))? {
+                    Some(stored) => stored,
+                    None => return Err(A2aError::task_not_found(task_id)),
+                },
+            };
+            let victims = match self.room_for_update(task_id, adds) {
+                Ok(victims) => victims,
+                Err(e) => {
+                    self.recent.lock().put(Arc::from(task_id), stored);
+                    return Err(e);
+                }
+            };
             let before = stored.record.version;
             let produced = match mutate(&mut stored.record) {
                 Ok(produced) => produced,
                 Err(e) => {
                     // The mutation left the record as it was: nothing to undo but the room.
                     self.catalog.lock().put_back(victims);
+                    self.recent.lock().put(Arc::from(task_id), stored);
                     return Err(e);
                 }
             };
@@ -176,10 +217,9 @@ impl SqliteStore {
                 record.last_seq += 1;
                 events.push(EventRecord { seq: record.last_seq, event });
             }
-            let changed = match Changed::encode(before, stored, &events) {
+            let changed = match Changed::encode(before, &mut stored, &events) {
                 Ok(changed) => changed,
                 Err(e) => {
-                    *cached = None;
                     self.catalog.lock().put_back(victims);
                     return Err(e);
                 }
@@ -195,15 +235,11 @@ impl SqliteStore {
             match written {
                 Ok(true) => {
                     self.forget(&victims);
-                    let Some(stored) = cached.as_ref() else { return Err(A2aError::task_not_found(task_id)) };
                     let record = &stored.record;
                     let committed =
                         Committed { events, state: record.state(), version: record.version, has_push: record.has_push };
                     let expire = self.catalog.lock().moved(rows::placement(record), stored.bytes);
-                    if committed.state.ends_turn() {
-                        *cached = None;
-                    }
-                    drop(cached);
+                    self.recent.lock().put(Arc::from(task_id), stored);
                     if let Some(id) = expire {
                         tracing::debug!(task_id = %id, "a principal's interrupted tasks over their share: the oldest expired");
                         let victims: Victims = self.catalog.lock().remove(&id).into_iter().collect();
@@ -214,12 +250,8 @@ impl SqliteStore {
                     return Ok(committed);
                 }
                 // The task moved on under us (or the tasks that gave way are gone already): read again.
-                Ok(false) => {
-                    self.forget(&victims);
-                    *cached = None;
-                }
+                Ok(false) => self.forget(&victims),
                 Err(e) => {
-                    *cached = None;
                     self.catalog.lock().put_back(victims);
                     return Err(e);
                 }
@@ -240,7 +272,7 @@ impl SqliteStore {
     ) -> Result<()> {
         let slot = self.slot(task_id);
         let result = async {
-            let mut cached = slot.lock().await;
+            let _turn = slot.lock().await;
             let id = task_id.to_string();
             let bytes = self
                 .writer
@@ -258,9 +290,7 @@ impl SqliteStore {
                 })
                 .await?;
             let Some(bytes) = bytes else { return Ok(None) };
-            if let Some(stored) = cached.as_mut() {
-                stored.bytes = bytes;
-            }
+            self.recent.lock().resized(task_id, bytes);
             self.catalog.lock().resized(task_id, bytes);
             Ok(Some(()))
         }
@@ -311,6 +341,7 @@ impl TaskStore for SqliteStore {
         };
         let doomed: Vec<String> = victims.iter().map(|(id, _)| id.to_string()).collect();
         let claim = claim.cloned();
+        let stored = new.stored().clone();
         let created = self
             .writer
             .run("create", move |conn| {
@@ -337,6 +368,8 @@ impl TaskStore for SqliteStore {
         match created {
             Ok(true) => {
                 self.forget(&victims);
+                // Its turn comes next: the runner finds it here.
+                self.recent.lock().put(id, stored);
                 Ok(true)
             }
             Ok(false) => {
@@ -358,15 +391,10 @@ impl TaskStore for SqliteStore {
     }
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {
-        let slot = self.slots.lock().get(task_id).cloned();
-        if let Some(slot) = slot {
-            if let Ok(cached) = slot.try_lock() {
-                if let Some(stored) = cached.as_ref() {
-                    return Ok(Some(stored.record.clone()));
-                }
-            }
+        if let Some(record) = self.recent.lock().record(task_id) {
+            return Ok(Some(record));
         }
-        Ok(self.readers.with(|conn| rows::read(conn, task_id))?.map(|s| s.record))
+        Ok(self.read(task_id)?.map(|s| s.record))
     }
 
     async fn update(&self, task_id: &str, adds: usize, mutate: Mutation<'_>) -> Result<Committed> {

@@ -17,10 +17,19 @@ use tokio::sync::oneshot;
 
 use a2a_protocol::error::{A2aError, ErrorKind, Result};
 
-/// A change: runs inside the batch's transaction and returns what to tell its caller once that
-/// transaction is committed (or is not).
-type Change = Box<dyn FnOnce(&Connection) -> Reply + Send>;
+/// A change: runs inside the batch's transaction (or is skipped) and returns what to tell its
+/// caller once that transaction is committed (or is not).
+type Change = Box<dyn FnOnce(Step<'_>) -> Reply + Send>;
 type Reply = Box<dyn FnOnce(Result<()>) + Send>;
+
+/// What the writer does with a change.
+enum Step<'a> {
+    /// Run it; when it fails in a way that ended the whole transaction (SQLite rolls back on its
+    /// own after, for one, a full disk), say why in `aborted`.
+    Run(&'a Connection, &'a mut Option<A2aError>),
+    /// It cannot run (no transaction could be opened): tell the caller why.
+    Skip(A2aError),
+}
 
 /// Most changes one transaction takes (a bound on the time a batch holds the writer).
 const MAX_BATCH: usize = 1024;
@@ -104,9 +113,17 @@ impl Writer {
         change: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
         reply: impl FnOnce(Result<T>) + Send + 'static,
     ) -> Result<()> {
-        let change: Change = Box::new(move |conn| {
-            let outcome = in_savepoint(conn, what, change);
-            Box::new(move |committed: Result<()>| reply(committed.and(outcome)))
+        let change: Change = Box::new(move |step: Step<'_>| match step {
+            Step::Run(conn, aborted) => {
+                let outcome = in_savepoint(conn, what, change);
+                if let Err(e) = &outcome {
+                    if conn.is_autocommit() {
+                        *aborted = Some(e.clone());
+                    }
+                }
+                Box::new(move |committed: Result<()>| reply(committed.and(outcome)))
+            }
+            Step::Skip(why) => Box::new(move |_| reply(Err(why))),
         });
         self.tx.send(change).map_err(|_| not_run())
     }
@@ -120,6 +137,10 @@ fn in_savepoint<T>(conn: &Connection, what: &'static str, change: impl FnOnce(&C
         tracing::error!(operation = what, "a change to the store panicked; undone");
         Err(A2aError::internal(format!("storage failure ({what})")))
     });
+    if conn.is_autocommit() {
+        // SQLite ended the whole transaction (a full disk, an I/O error): nothing to release.
+        return outcome;
+    }
     if outcome.is_err() {
         exec("ROLLBACK TO change")?;
     }
@@ -137,23 +158,44 @@ fn commit_loop(conn: &Connection, rx: &mpsc::Receiver<Change>) {
                 Err(_) => break,
             }
         }
-        if let Err(e) = conn.execute_batch("BEGIN IMMEDIATE") {
-            // Logged once by `db_error`; the callers hear "not recorded" as their replies drop.
-            let _ = db_error("begin", e);
-            continue;
+        // One transaction for the batch; when SQLite ends one on its own, the changes that ran in
+        // it fail with its cause and the rest go on in a new one.
+        let mut replies: Vec<(Reply, usize)> = Vec::with_capacity(batch.len());
+        let mut ended: Vec<Result<()>> = Vec::new();
+        let mut open = begin(conn);
+        for change in batch {
+            let reply = match &open {
+                Ok(()) => {
+                    let mut aborted = None;
+                    let reply = change(Step::Run(conn, &mut aborted));
+                    if let Some(why) = aborted {
+                        ended.push(Err(why));
+                        open = begin(conn);
+                    }
+                    reply
+                }
+                Err(why) => change(Step::Skip(why.clone())),
+            };
+            replies.push((reply, ended.len()));
         }
-        let replies: Vec<Reply> = batch.into_iter().map(|change| change(conn)).collect();
-        let committed = conn.execute_batch("COMMIT").map_err(|e| {
-            let e = db_error("commit", e);
-            if !conn.is_autocommit() {
-                let _ = conn.execute_batch("ROLLBACK");
-            }
-            e
-        });
-        for reply in replies {
-            reply(committed.clone());
+        if open.is_ok() {
+            ended.push(conn.execute_batch("COMMIT").map_err(|e| {
+                let e = db_error("commit", e);
+                if !conn.is_autocommit() {
+                    let _ = conn.execute_batch("ROLLBACK");
+                }
+                e
+            }));
+        }
+        for (reply, transaction) in replies {
+            let outcome = ended.get(transaction).cloned().unwrap_or_else(|| Err(not_run()));
+            reply(outcome);
         }
     }
+}
+
+fn begin(conn: &Connection) -> Result<()> {
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(|e| db_error("begin", e))
 }
 
 /// Connections that read, opened as needed and kept for reuse.

@@ -18,6 +18,7 @@ mod push;
 mod router;
 mod seeds;
 mod signing;
+mod sqlite;
 mod sqs;
 mod ssrf;
 mod stores;
