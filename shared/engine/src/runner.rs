@@ -20,6 +20,11 @@ use a2a_protocol::types::{Message, TaskState};
 use a2a_telemetry::metrics::{self, Measurement};
 use a2a_telemetry::spans;
 
+/// Deliveries of one turn after which it fails instead of running: a turn whose run keeps taking
+/// its process down (a crash, an out-of-memory kill) must not be run forever. SQS's dead-letter
+/// queues take a job after as many receives.
+pub const MAX_DELIVERIES: u32 = 5;
+
 /// Which run of a turn a job asks for.
 struct Run {
     turn: u64,
@@ -91,6 +96,13 @@ impl Runner {
             tracing::warn!(task_id, message_id, "execute job for a message the task does not hold dropped");
             return Ok(());
         };
+        if attempt > MAX_DELIVERIES {
+            tracing::error!(task_id, attempt, "a turn delivered too many times fails");
+            let why = format!(
+                "the turn was delivered {attempt} times without finishing (the process running it stopped each time) and is not run again"
+            );
+            return self.close_turn(task_id, TaskState::Failed, Some(why)).await;
+        }
         if rec.cancel_requested {
             // Canceled before it ever ran: do not start the agent at all.
             return self.close_turn(task_id, TaskState::Canceled, None).await;

@@ -40,10 +40,13 @@ pub enum Durability {
 
 /// Each schema version's migration, in order: version n is `MIGRATIONS[n - 1]`.
 const MIGRATIONS: &[&str] = &[
-    // 1: tasks, their history, events and push configs; messageId claims; the two queues.
+    // 1: tasks, their history, events and push configs; messageId claims; the queues' rows.
+    // A task's row number (`row`, in creation order) keys its history and events, so that what
+    // the tasks in flight write lands on the last pages of each table, not all over them.
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
      CREATE TABLE tasks (
-       id TEXT PRIMARY KEY,
+       row INTEGER PRIMARY KEY,
+       id TEXT NOT NULL UNIQUE,
        owner TEXT NOT NULL,
        context_id TEXT NOT NULL,
        state TEXT NOT NULL,
@@ -58,16 +61,16 @@ const MIGRATIONS: &[&str] = &[
        artifact_base TEXT NOT NULL,
        history_len INTEGER NOT NULL,
        bytes INTEGER NOT NULL
-     ) WITHOUT ROWID;
+     );
      CREATE INDEX tasks_by_owner ON tasks (owner, status_us, id);
      CREATE INDEX tasks_by_owner_state ON tasks (owner, state, status_us, id);
      CREATE INDEX tasks_by_context ON tasks (owner, context_id, status_us, id);
      CREATE TABLE messages (
-       task_id TEXT NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (task_id, n)
+       task INTEGER NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (task, n)
      ) WITHOUT ROWID;
      CREATE TABLE events (
-       task_id TEXT NOT NULL, seq INTEGER NOT NULL, artifact_id TEXT, body TEXT NOT NULL,
-       PRIMARY KEY (task_id, seq)
+       task INTEGER NOT NULL, seq INTEGER NOT NULL, artifact_id TEXT, body TEXT NOT NULL,
+       PRIMARY KEY (task, seq)
      ) WITHOUT ROWID;
      CREATE TABLE push_configs (
        task_id TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, v03 INTEGER NOT NULL,
@@ -78,9 +81,8 @@ const MIGRATIONS: &[&str] = &[
      ) WITHOUT ROWID;
      CREATE INDEX claims_by_task ON claims (task_id);
      CREATE TABLE work_jobs (
-       id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, job TEXT NOT NULL, trace TEXT,
-       deliveries INTEGER NOT NULL, queued_us INTEGER NOT NULL
-     );
+       task_id TEXT PRIMARY KEY, turn INTEGER NOT NULL, job TEXT, deliveries INTEGER NOT NULL
+     ) WITHOUT ROWID;
      CREATE TABLE push_jobs (
        id INTEGER PRIMARY KEY, task_id TEXT NOT NULL, config_id TEXT NOT NULL, seq INTEGER NOT NULL,
        state TEXT NOT NULL, attempt INTEGER NOT NULL, due_us INTEGER NOT NULL, config TEXT NOT NULL,

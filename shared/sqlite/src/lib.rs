@@ -10,16 +10,17 @@
 //!   [`PushConfigStore`](a2a_engine::ports::PushConfigStore) (`rows`: how a task sits in the file;
 //!   `list`: ListTasks on indexes; `catalog`: the limits and each principal's share, the memory
 //!   store's rule).
-//! - [`SqliteWorkQueue`], [`SqlitePushQueue`]: the turns and webhook deliveries waiting, in the
-//!   same file; what was waiting at a crash is done after the restart.
+//! - [`SqliteWorkQueue`], [`SqlitePushQueue`]: the turns and webhook deliveries waiting, kept in
+//!   the same file; what was waiting at a crash is done after the restart.
 
 mod catalog;
 pub mod file;
 mod list;
-mod queues;
+mod push_queue;
 mod recent;
 mod rows;
 mod store;
+mod work_queue;
 mod writer;
 
 use std::path::PathBuf;
@@ -30,8 +31,9 @@ use rusqlite::params;
 use tokio::sync::mpsc;
 
 pub use file::Durability;
-pub use queues::{DeadLetter, SqlitePushQueue, SqliteWorkQueue};
+pub use push_queue::{DeadLetter, SqlitePushQueue};
 pub use store::SqliteStore;
+pub use work_queue::SqliteWorkQueue;
 
 use a2a_engine::admission::StoreLimits;
 use a2a_engine::memory::Queued;
@@ -91,14 +93,11 @@ pub async fn open(options: SqliteOptions) -> Result<Opened> {
     let tokens = PageTokens::new(file::page_token_key(&conn)?);
     let catalog = load_catalog(&conn, options.limits)?;
     let tasks = catalog.len();
-    let last_job: i64 = conn
-        .query_row("SELECT COALESCE(MAX(id), 0) FROM work_jobs", [], |r| r.get(0))
-        .map_err(|e| writer::db_error("load", e))?;
     let writer = writer::Writer::start(conn)?;
     let readers = writer::Readers::new(dir.db.clone());
     let checkpoints = file::checkpointer(&dir.db)?;
     let store = Arc::new(SqliteStore::new(writer, readers, catalog, tokens, options.retention, dir, checkpoints));
-    let (work, jobs) = SqliteWorkQueue::new(store.clone(), last_job);
+    let (work, jobs) = SqliteWorkQueue::new(store.clone());
     let (push, deliveries) = SqlitePushQueue::new(store.clone());
     let recovered = (work.recover().await?, push.recover().await?);
     tracing::info!(

@@ -25,6 +25,8 @@ pub(crate) const ROW_OVERHEAD: usize = 48;
 /// A task as the file holds it, with what an update needs to write only what changed.
 #[derive(Debug, Clone)]
 pub(crate) struct Stored {
+    /// The task's row number (0 until it is inserted).
+    pub row: i64,
     pub record: TaskRecord,
     /// Sequence number from which each artifact's chunks count.
     pub artifact_base: BTreeMap<String, u64>,
@@ -106,6 +108,7 @@ impl NewTask {
     /// Encodes a new task (fills in what it counts for).
     pub fn encode(record: TaskRecord) -> Result<Self> {
         let mut stored = Stored {
+            row: 0,
             history_len: record.task.history.len(),
             record,
             artifact_base: BTreeMap::new(),
@@ -123,8 +126,8 @@ impl NewTask {
         &self.stored
     }
 
-    /// Inserts the task; `false` if its id is taken.
-    pub fn insert(&self, conn: &Connection) -> Result<bool> {
+    /// Inserts the task: its row number, or `None` if its id is taken.
+    pub fn insert(&self, conn: &Connection) -> Result<Option<i64>> {
         let r = &self.stored.record;
         let inserted = conn
             .prepare_cached(
@@ -154,19 +157,20 @@ impl NewTask {
             })
             .map_err(|e| db_error("create", e))?;
         if inserted == 0 {
-            return Ok(false);
+            return Ok(None);
         }
-        insert_messages(conn, &r.task.id, 0, &self.messages)?;
-        Ok(true)
+        let row = conn.last_insert_rowid();
+        insert_messages(conn, row, 0, &self.messages)?;
+        Ok(Some(row))
     }
 }
 
-fn insert_messages(conn: &Connection, task_id: &str, from: usize, messages: &[String]) -> Result<()> {
+fn insert_messages(conn: &Connection, row: i64, from: usize, messages: &[String]) -> Result<()> {
     let mut insert = conn
-        .prepare_cached("INSERT OR REPLACE INTO messages (task_id, n, body) VALUES (?1, ?2, ?3)")
+        .prepare_cached("INSERT OR REPLACE INTO messages (task, n, body) VALUES (?1, ?2, ?3)")
         .map_err(|e| db_error("write history", e))?;
     for (i, body) in messages.iter().enumerate() {
-        insert.execute(params![task_id, from + i, body]).map_err(|e| db_error("write history", e))?;
+        insert.execute(params![row, from + i, body]).map_err(|e| db_error("write history", e))?;
     }
     Ok(())
 }
@@ -174,6 +178,7 @@ fn insert_messages(conn: &Connection, task_id: &str, from: usize, messages: &[St
 /// What an update writes: the task row (conditioned on the version it was read at), the new
 /// history messages and the new events.
 pub(crate) struct Changed {
+    task_row: i64,
     task_id: String,
     expected_version: u64,
     state: TaskState,
@@ -221,6 +226,7 @@ impl Changed {
         after.row_bytes = row_bytes;
         let r = &after.record;
         Ok(Self {
+            task_row: after.row,
             task_id: r.task.id.clone(),
             expected_version: before_version,
             state: r.state(),
@@ -245,11 +251,11 @@ impl Changed {
             .prepare_cached(
                 "UPDATE tasks SET state = ?3, status_us = ?4, version = ?5, last_seq = ?6, cancel_requested = ?7,
                    has_push = ?8, turn = ?9, body = ?10, artifact_base = ?11, history_len = ?12, bytes = ?13
-                 WHERE id = ?1 AND version = ?2",
+                 WHERE row = ?1 AND version = ?2",
             )
             .and_then(|mut s| {
                 s.execute(params![
-                    self.task_id,
+                    self.task_row,
                     self.expected_version,
                     self.state.as_str(),
                     self.status_us,
@@ -267,17 +273,17 @@ impl Changed {
             .map_err(|e| db_error("update", e))?;
         if updated == 0 {
             let exists = conn
-                .prepare_cached("SELECT 1 FROM tasks WHERE id = ?1")
-                .and_then(|mut s| s.exists([&self.task_id]))
+                .prepare_cached("SELECT 1 FROM tasks WHERE row = ?1")
+                .and_then(|mut s| s.exists([self.task_row]))
                 .map_err(|e| db_error("update", e))?;
             return if exists { Ok(false) } else { Err(A2aError::task_not_found(&self.task_id)) };
         }
-        insert_messages(conn, &self.task_id, self.history_from, &self.messages)?;
+        insert_messages(conn, self.task_row, self.history_from, &self.messages)?;
         let mut insert = conn
-            .prepare_cached("INSERT INTO events (task_id, seq, artifact_id, body) VALUES (?1, ?2, ?3, ?4)")
+            .prepare_cached("INSERT INTO events (task, seq, artifact_id, body) VALUES (?1, ?2, ?3, ?4)")
             .map_err(|e| db_error("append events", e))?;
         for (seq, artifact, body) in &self.events {
-            insert.execute(params![self.task_id, seq, artifact, body]).map_err(|e| db_error("append events", e))?;
+            insert.execute(params![self.task_row, seq, artifact, body]).map_err(|e| db_error("append events", e))?;
         }
         Ok(true)
     }
@@ -289,10 +295,10 @@ pub(crate) fn read(conn: &Connection, task_id: &str) -> Result<Option<Stored>> {
         let Some(mut stored) = read_row(conn, task_id)? else { return Ok(None) };
         let mut history = Vec::with_capacity(stored.history_len);
         let mut select = conn
-            .prepare_cached("SELECT body FROM messages WHERE task_id = ?1 AND n < ?2 ORDER BY n")
+            .prepare_cached("SELECT body FROM messages WHERE task = ?1 AND n < ?2 ORDER BY n")
             .map_err(|e| db_error("read history", e))?;
         let rows = select
-            .query_map(params![task_id, stored.history_len], |r| r.get::<_, String>(0))
+            .query_map(params![stored.row, stored.history_len], |r| r.get::<_, String>(0))
             .map_err(|e| db_error("read history", e))?;
         for row in rows {
             history.push(parse::<Message>(&row.map_err(|e| db_error("read history", e))?)?);
@@ -316,7 +322,7 @@ pub(crate) fn read_row(conn: &Connection, task_id: &str) -> Result<Option<Stored
 
 /// The columns [`RawRow`] reads, in order.
 pub(crate) const ROW_COLUMNS: &str = "id, owner, state, status_us, version, last_seq, cancel_requested, has_push, \
-     created_us, turn, body, artifact_base, history_len, bytes";
+     created_us, turn, body, artifact_base, history_len, bytes, row";
 
 /// A task row as read, before its JSON is decoded.
 pub(crate) struct RawRow {
@@ -334,6 +340,7 @@ pub(crate) struct RawRow {
     artifact_base: String,
     history_len: usize,
     bytes: usize,
+    row: i64,
 }
 
 impl RawRow {
@@ -353,6 +360,7 @@ impl RawRow {
             artifact_base: r.get(11)?,
             history_len: r.get(12)?,
             bytes: r.get(13)?,
+            row: r.get(14)?,
         })
     }
 
@@ -372,6 +380,7 @@ impl RawRow {
             turn: self.turn.as_deref().map(parse::<TurnKey>).transpose()?,
         };
         Ok(Stored {
+            row: self.row,
             record,
             artifact_base: parse(&self.artifact_base)?,
             history_len: self.history_len,
@@ -383,16 +392,15 @@ impl RawRow {
 
 /// Fills in each artifact's parts from its chunks in the event log.
 fn assemble_artifacts(conn: &Connection, stored: &mut Stored) -> Result<()> {
-    let task_id = stored.record.task.id.clone();
     let first = stored.artifact_base.values().min().copied().unwrap_or(0);
     let mut select = conn
         .prepare_cached(
             "SELECT seq, artifact_id, body FROM events
-             WHERE task_id = ?1 AND seq >= ?2 AND seq <= ?3 AND artifact_id IS NOT NULL ORDER BY seq",
+             WHERE task = ?1 AND seq >= ?2 AND seq <= ?3 AND artifact_id IS NOT NULL ORDER BY seq",
         )
         .map_err(|e| db_error("read artifacts", e))?;
     let rows = select
-        .query_map(params![task_id, first, stored.record.last_seq], |r| {
+        .query_map(params![stored.row, first, stored.record.last_seq], |r| {
             Ok((r.get::<_, u64>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))
         })
         .map_err(|e| db_error("read artifacts", e))?;
@@ -413,7 +421,9 @@ fn assemble_artifacts(conn: &Connection, stored: &mut Stored) -> Result<()> {
 /// Events with `seq > after`, in order.
 pub(crate) fn events_after(conn: &Connection, task_id: &str, after: u64) -> Result<Vec<EventRecord>> {
     let mut select = conn
-        .prepare_cached("SELECT seq, body FROM events WHERE task_id = ?1 AND seq > ?2 ORDER BY seq")
+        .prepare_cached(
+            "SELECT seq, body FROM events WHERE task = (SELECT row FROM tasks WHERE id = ?1) AND seq > ?2 ORDER BY seq",
+        )
         .map_err(|e| db_error("read events", e))?;
     let rows = select
         .query_map(params![task_id, after], |r| Ok((r.get::<_, u64>(0)?, r.get::<_, String>(1)?)))
@@ -430,13 +440,19 @@ pub(crate) fn events_after(conn: &Connection, task_id: &str, after: u64) -> Resu
 /// its first message, its settled webhook deliveries). Queued deliveries keep their own copy of the
 /// event and go on.
 pub(crate) fn delete(conn: &Connection, task_id: &str) -> Result<()> {
+    let row: Option<i64> = conn
+        .prepare_cached("DELETE FROM tasks WHERE id = ?1 RETURNING row")
+        .and_then(|mut s| s.query_row([task_id], |r| r.get(0)).optional())
+        .map_err(|e| db_error("delete a task", e))?;
+    let Some(row) = row else { return Ok(()) };
+    for sql in ["DELETE FROM messages WHERE task = ?1", "DELETE FROM events WHERE task = ?1"] {
+        conn.prepare_cached(sql).and_then(|mut s| s.execute([row])).map_err(|e| db_error("delete a task", e))?;
+    }
     for sql in [
-        "DELETE FROM tasks WHERE id = ?1",
-        "DELETE FROM messages WHERE task_id = ?1",
-        "DELETE FROM events WHERE task_id = ?1",
         "DELETE FROM push_configs WHERE task_id = ?1",
         "DELETE FROM claims WHERE task_id = ?1",
         "DELETE FROM push_jobs WHERE task_id = ?1 AND state != 'queued'",
+        "DELETE FROM work_jobs WHERE task_id = ?1",
     ] {
         conn.prepare_cached(sql).and_then(|mut s| s.execute([task_id])).map_err(|e| db_error("delete a task", e))?;
     }

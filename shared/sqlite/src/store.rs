@@ -341,19 +341,17 @@ impl TaskStore for SqliteStore {
         };
         let doomed: Vec<String> = victims.iter().map(|(id, _)| id.to_string()).collect();
         let claim = claim.cloned();
-        let stored = new.stored().clone();
+        let mut stored = new.stored().clone();
         let created = self
             .writer
             .run("create", move |conn| {
                 doomed.iter().try_for_each(|id| rows::delete(conn, id))?;
                 if let Some(c) = &claim {
                     if claim_of(conn, &c.owner, &c.message_id)? != c.replaces {
-                        return Ok(false);
+                        return Ok(None);
                     }
                 }
-                if !new.insert(conn)? {
-                    return Ok(false);
-                }
+                let Some(row) = new.insert(conn)? else { return Ok(None) };
                 if let Some(c) = &claim {
                     conn.prepare_cached(
                         "INSERT INTO claims (owner, message_id, task_id) VALUES (?1, ?2, ?3)
@@ -362,17 +360,18 @@ impl TaskStore for SqliteStore {
                     .and_then(|mut s| s.execute([&c.owner, &c.message_id, &new.stored().record.task.id]))
                     .map_err(|e| db_error("claim a message", e))?;
                 }
-                Ok(true)
+                Ok(Some(row))
             })
             .await;
         match created {
-            Ok(true) => {
+            Ok(Some(row)) => {
                 self.forget(&victims);
                 // Its turn comes next: the runner finds it here.
+                stored.row = row;
                 self.recent.lock().put(id, stored);
                 Ok(true)
             }
-            Ok(false) => {
+            Ok(None) => {
                 self.forget(&victims);
                 self.catalog.lock().remove(&id);
                 Ok(false)
@@ -410,9 +409,11 @@ impl TaskStore for SqliteStore {
 
     async fn event(&self, task_id: &str, seq: u64) -> Result<Option<EventRecord>> {
         let body: Option<String> = self.readers.with(|conn| {
-            conn.prepare_cached("SELECT body FROM events WHERE task_id = ?1 AND seq = ?2")
-                .and_then(|mut s| s.query_row(params![task_id, seq], |r| r.get(0)).optional())
-                .map_err(|e| db_error("read an event", e))
+            conn.prepare_cached(
+                "SELECT body FROM events WHERE task = (SELECT row FROM tasks WHERE id = ?1) AND seq = ?2",
+            )
+            .and_then(|mut s| s.query_row(params![task_id, seq], |r| r.get(0)).optional())
+            .map_err(|e| db_error("read an event", e))
         })?;
         body.map(|b| Ok(EventRecord { seq, event: parse(&b)? })).transpose()
     }

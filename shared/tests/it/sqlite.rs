@@ -211,6 +211,23 @@ fn a_turn_cut_off_mid_run_fails_with_a_reason_and_is_not_run_twice() {
 }
 
 #[test]
+fn a_turn_delivered_too_many_times_fails_instead_of_running_again() {
+    let dir = TempDir::new("sqlite-poison");
+    let agent = parking(false, true);
+    let p = Process::start(&dir, agent.clone(), Duration::from_millis(100), "");
+    let id = p.send("m1", true, None)["result"]["task"]["id"].as_str().unwrap().to_string();
+    let message_id = p.task(&id)["history"][0]["messageId"].as_str().unwrap().to_string();
+    let job = Job::Execute { task_id: id.clone(), message_id, turn: 0, extensions: Vec::new() };
+    let runner = p.agent.runner.clone();
+    let attempt = a2a::runner::MAX_DELIVERIES + 1;
+    p.runtime.block_on(runner.handle_attempt(job, attempt)).unwrap();
+    let failed = p.wait_for(&id, |t| state(t) == "TASK_STATE_FAILED");
+    let why = failed["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(why.contains(&format!("delivered {attempt} times")), "{why}");
+    assert_eq!(agent.seen.lock().len(), 1, "only the first delivery reached the agent");
+}
+
+#[test]
 fn tasks_events_configs_claims_and_page_tokens_outlive_the_process() {
     let dir = TempDir::new("sqlite-restart");
     let echo: Arc<dyn AgentExecutor> = Arc::new(a2a::executor::EchoAgent);

@@ -1,22 +1,10 @@
-//! The two queues of a2a-local, in the same file as the tasks, so that work waiting at a crash is
-//! done after the restart:
-//!
-//! - **Turns** (`work_jobs`): a job's row is written as it is handed to the runner (in the same
-//!   writer queue, so before the row that ends it) and deleted once the run ends. At start, every
-//!   job still there is delivered again with its delivery count raised (`attempt` 2, 3, ...): the
-//!   runner runs a turn whose agent had not yet started (the task is still SUBMITTED) with the same
-//!   run id, and fails a turn that was cut off mid-run (WORKING) with a reason that says so, since
-//!   running an agent twice is not safe in general. A SUBMITTED or WORKING task with no job row
-//!   (its job's row was not yet committed at the crash) gets its job back from the task itself, so
-//!   the row need not be waited for; a job with activated extensions, which the task does not
-//!   record, is written before it is handed on. Cancels are not kept: after a restart nothing runs
-//!   that they could stop.
-//! - **Webhook deliveries** (`push_jobs`): one row per (task, config, event), unique, so an event is
-//!   queued for a webhook once; the row keeps the delivery's attempt and when the next one is due
-//!   (a restart keeps the backoff), then is marked delivered, refused or dead (the dead letters,
-//!   with the last failure). A config is owed every event after the one current when it was created
-//!   (`push_configs.from_seq`); at start, any owed event that has no row (the process died between
-//!   recording the event and queueing its deliveries) is queued then.
+//! The webhook deliveries of a2a-local (`push_jobs`), in the same file as the tasks: one row per
+//! (task, config, event), unique, so an event is queued for a webhook once; the row keeps the
+//! delivery's attempt and when the next one is due (a restart keeps the backoff), then is marked
+//! delivered, refused or dead (the dead letters, with the last failure). A config is owed every
+//! event after the one current when it was created (`push_configs.from_seq`); at start, deliveries
+//! still queued go on, and any owed event that has no row (the process died between recording the
+//! event and queueing its deliveries) is queued then.
 //!
 //! A delivery that a receiver answered just before a crash, before the answer was recorded, is
 //! made again after the restart: receivers get every event at least once and dedupe by
@@ -33,21 +21,11 @@ use tokio::sync::mpsc;
 use crate::rows::{from_micros, json, micros, parse};
 use crate::store::SqliteStore;
 use crate::writer::db_error;
-use a2a_engine::memory::{Queued, IN_PROCESS_QUEUE};
-use a2a_engine::ports::{EventRecord, Job, PushJob, PushQueue, WorkQueue};
+use a2a_engine::ports::{EventRecord, PushJob, PushQueue};
 use a2a_engine::push::{Delivery, PushLedger, Receipt, Settled};
 use a2a_protocol::error::{A2aError, Result};
-use a2a_protocol::types::{StreamResponse, TaskPushNotificationConfig, TaskState};
-use a2a_telemetry::spans::{self, Queue};
+use a2a_protocol::types::{StreamResponse, TaskPushNotificationConfig};
 use a2a_telemetry::TraceContext;
-
-/// The work queue over `work_jobs`; the runner consumes what it hands on.
-pub struct SqliteWorkQueue {
-    store: Arc<SqliteStore>,
-    tx: mpsc::UnboundedSender<Queued>,
-    /// The last job id handed out (ids are chosen here, so a row need not be waited for).
-    last_id: std::sync::atomic::AtomicI64,
-}
 
 /// The push queue over `push_jobs`; the push worker consumes what it hands on.
 pub struct SqlitePushQueue {
@@ -61,149 +39,12 @@ struct Ledger {
     store: Arc<SqliteStore>,
 }
 
-fn stopped(what: &str) -> A2aError {
-    A2aError::internal(format!("the {what} has stopped"))
-}
-
 fn trace_json(trace: Option<&TraceContext>) -> Result<Option<String>> {
     trace.map(json).transpose()
 }
 
 fn read_trace(raw: Option<String>) -> Option<TraceContext> {
     raw.and_then(|t| serde_json::from_str(&t).ok())
-}
-
-impl SqliteWorkQueue {
-    pub(crate) fn new(store: Arc<SqliteStore>, last_id: i64) -> (Self, mpsc::UnboundedReceiver<Queued>) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        (Self { store, tx, last_id: last_id.into() }, rx)
-    }
-
-    /// What the runner calls when the run of job `id` is over: the job leaves the file.
-    fn done(&self, id: i64) -> a2a_engine::memory::Done {
-        let store = self.store.clone();
-        Box::new(move || {
-            store.writer.submit("finish a job", move |conn| {
-                conn.prepare_cached("DELETE FROM work_jobs WHERE id = ?1")
-                    .and_then(|mut s| s.execute([id]))
-                    .map(drop)
-                    .map_err(|e| db_error("finish a job", e))
-            })
-        })
-    }
-
-    fn hand_on(&self, job: Job, trace: Option<TraceContext>, attempt: u32, id: Option<i64>) -> Result<()> {
-        let sent = a2a_telemetry::metrics::start();
-        let done = id.map(|id| self.done(id));
-        self.tx.send(Queued { job, trace, sent, attempt, done }).map_err(|_| stopped("task runner"))
-    }
-
-    /// A job's row: waited for (`wait`), or only queued behind the changes before it.
-    async fn write(&self, job: &Job, trace: Option<&TraceContext>, deliveries: u32, wait: bool) -> Result<i64> {
-        let id = self.last_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        let (task_id, body, trace) = (job.task_id().to_string(), json(job)?, trace_json(trace)?);
-        let insert = move |conn: &Connection| {
-            conn.prepare_cached(
-                "INSERT INTO work_jobs (id, task_id, job, trace, deliveries, queued_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            )
-            .and_then(|mut s| s.execute(params![id, task_id, body, trace, deliveries, micros(Utc::now())]))
-            .map(drop)
-            .map_err(|e| db_error("queue a turn", e))
-        };
-        if wait {
-            self.store.writer.run("queue a turn", insert).await?;
-        } else {
-            self.store.writer.submit("queue a turn", insert);
-        }
-        Ok(id)
-    }
-
-    /// At start: the jobs left in the file are delivered again, and a SUBMITTED task with no job
-    /// (its SendMessage was cut off between recording the task and queueing its turn, so it was
-    /// never answered) gets its job.
-    pub(crate) async fn recover(&self) -> Result<usize> {
-        let jobs: Vec<(i64, String, Option<String>, u32)> = self
-            .store
-            .writer
-            .run("recover turns", |conn| {
-                conn.execute("UPDATE work_jobs SET deliveries = deliveries + 1", [])
-                    .map_err(|e| db_error("recover", e))?;
-                let mut select = conn
-                    .prepare("SELECT id, job, trace, deliveries FROM work_jobs ORDER BY id")
-                    .map_err(|e| db_error("recover", e))?;
-                let rows = select
-                    .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-                    .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-                    .map_err(|e| db_error("recover", e))?;
-                Ok(rows)
-            })
-            .await?;
-        let mut queued = std::collections::HashSet::new();
-        let mut handed = 0;
-        for (id, body, trace, deliveries) in jobs {
-            let job: Job = match parse(&body) {
-                Ok(job) => job,
-                Err(e) => {
-                    tracing::error!(job = id, error = %e, "a queued job does not decode; dropped");
-                    self.done(id)();
-                    continue;
-                }
-            };
-            queued.insert(job.task_id().to_string());
-            tracing::info!(task_id = job.task_id(), attempt = deliveries, "turn delivered again after a restart");
-            self.hand_on(job, read_trace(trace), deliveries, Some(id))?;
-            handed += 1;
-        }
-        // A task on a turn whose job row never made it to the file: its job is made from the task
-        // (SUBMITTED: the agent has not started, attempt 1; WORKING: cut off mid-run, delivered as
-        // a second attempt, which the runner fails).
-        let mut orphans = Vec::new();
-        {
-            let catalog = self.store.catalog.lock();
-            for (state, attempt) in [(TaskState::Submitted, 1), (TaskState::Working, 2)] {
-                orphans.extend(catalog.in_state(state).into_iter().map(|id| (id, attempt)));
-            }
-        }
-        for (task_id, attempt) in orphans.iter().filter(|(id, _)| !queued.contains(id.as_ref())) {
-            let Some(record) = self.store.readers.with(|conn| crate::rows::read(conn, task_id))? else { continue };
-            let record = record.record;
-            let message_id = match &record.turn {
-                Some(turn) => turn.message_id.clone(),
-                None => match record.task.history.iter().rev().find(|m| m.role == a2a_protocol::types::Role::User) {
-                    Some(m) => m.message_id.clone(),
-                    None => continue,
-                },
-            };
-            let job = Job::Execute {
-                task_id: task_id.to_string(),
-                message_id,
-                turn: record.last_seq,
-                extensions: Vec::new(),
-            };
-            tracing::info!(task_id = %task_id, attempt, "a task on a turn without a queued job: its job queued after the restart");
-            let id = self.write(&job, None, *attempt, true).await?;
-            self.hand_on(job, None, *attempt, Some(id))?;
-            handed += 1;
-        }
-        Ok(handed)
-    }
-}
-
-#[async_trait]
-impl WorkQueue for SqliteWorkQueue {
-    async fn enqueue(&self, job: Job) -> Result<()> {
-        let trace =
-            spans::queue_send(IN_PROCESS_QUEUE, Queue::Tasks, job.task_id()).in_scope(a2a_telemetry::context::current);
-        match &job {
-            // A cancel only signals a run in this process: nothing to keep.
-            Job::Cancel { .. } => self.hand_on(job, trace, 1, None),
-            Job::Execute { extensions, .. } => {
-                let wait = !extensions.is_empty();
-                let id = self.write(&job, trace.as_ref(), 1, wait).await?;
-                self.hand_on(job, trace, 1, Some(id))
-            }
-        }
-    }
 }
 
 /// A delivery that will not be made: refused, or out of attempts.
@@ -280,7 +121,9 @@ impl SqlitePushQueue {
 
     fn hand_on(&self, job: PushJob, id: i64, due: Option<DateTime<Utc>>) -> Result<()> {
         let receipt = Receipt { id, due, ledger: self.ledger.clone() };
-        self.tx.send(Delivery { job, receipt: Some(receipt) }).map_err(|_| stopped("push worker"))
+        self.tx
+            .send(Delivery { job, receipt: Some(receipt) })
+            .map_err(|_| A2aError::internal("the push worker has stopped"))
     }
 
     /// At start: deliveries still queued go on (their attempt and due time kept); events a config
@@ -338,7 +181,7 @@ impl SqlitePushQueue {
                 .prepare(
                     "SELECT c.body, c.v03, e.seq, e.body FROM push_configs c
                      JOIN tasks t ON t.id = c.task_id AND t.has_push = 1
-                     JOIN events e ON e.task_id = c.task_id AND e.seq > c.from_seq
+                     JOIN events e ON e.task = t.row AND e.seq > c.from_seq
                      WHERE NOT EXISTS (SELECT 1 FROM push_jobs j
                        WHERE j.task_id = c.task_id AND j.config_id = c.id AND j.seq = e.seq)
                      ORDER BY c.task_id, c.id, e.seq",
