@@ -1,5 +1,5 @@
 """Agents in other languages behind a2a-local (docs/agent-http.md), driven by the official a2a-sdk
-client: the Python and TypeScript example agents on the memory backend and on --store aws (moto) —
+client: the Python and TypeScript example agents on the default store (SQLite) and on --store aws (moto) —
 blocking and streaming sends with the chunked artifact arriving piece by piece, multi-turn
 INPUT_REQUIRED, a cancel during a run reaching the agent — and a misbehaving agent whose every fault
 ends the task FAILED with its reason, a slow agent kept alive across the queue's visibility timeout
@@ -29,7 +29,7 @@ EXAMPLES = {
     "python": [sys.executable, str(ROOT / "examples/agents/python/agent.py")],
     "typescript": ["node", str(ROOT / "examples/agents/typescript/agent.ts")],
 }
-BACKENDS = ["memory", "aws"]
+BACKENDS = ["sqlite", "aws"]
 WORD_DELAY = 0.25
 
 
@@ -174,7 +174,7 @@ BAD = {
 
 async def test_a_misbehaving_agent_fails_its_tasks_with_a_reason():
     agent = Agent([sys.executable, str(ROOT / "tests/agents/misbehaving.py")])
-    base, proc = host(agent.url, "memory", env={"AGENT_IDLE_TIMEOUT": "1"})
+    base, proc = host(agent.url, "sqlite", env={"AGENT_IDLE_TIMEOUT": "1"})
     try:
         c = await client(base)
         for text, why in BAD.items():
@@ -197,7 +197,7 @@ async def test_a_misbehaving_agent_fails_its_tasks_with_a_reason():
         assert task.status.state == pb.TASK_STATE_COMPLETED
         # An agent that is not there at all.
         port = free_port()
-        base2, proc2 = host(f"http://127.0.0.1:{port}/", "memory")
+        base2, proc2 = host(f"http://127.0.0.1:{port}/", "sqlite")
         try:
             c2 = await client(base2)
             task = [e async for e in c2.send_message(pb.SendMessageRequest(message=message("hi")))][0].task
@@ -229,7 +229,7 @@ async def test_sigv4_signed_calls_verify_with_botocore():
              "AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "AWS_SESSION_TOKEN": "session-token"}
     # The agent checks with the credentials the host signs with (what AWS does for a Function URL).
     agent = Agent([sys.executable, str(ROOT / "tests/agents/misbehaving.py"), "--verify-sigv4", region], env=creds)
-    base, proc = host(agent.url, "memory", env=creds)
+    base, proc = host(agent.url, "sqlite", env=creds)
     try:
         c = await client(base)
         task = [e async for e in c.send_message(pb.SendMessageRequest(message=message("signed please")))][0].task
@@ -239,7 +239,7 @@ async def test_sigv4_signed_calls_verify_with_botocore():
     finally:
         stop(proc)
     # Signed with other credentials: the agent's check refuses, and the task says so.
-    base, proc = host(agent.url, "memory", env={**creds, "AWS_SECRET_ACCESS_KEY": "not-the-secret"})
+    base, proc = host(agent.url, "sqlite", env={**creds, "AWS_SECRET_ACCESS_KEY": "not-the-secret"})
     try:
         c = await client(base)
         task = [e async for e in c.send_message(pb.SendMessageRequest(message=message("forged")))][0].task

@@ -1,6 +1,6 @@
 """The gateway (`a2a-local --agent-a2a URL`) in front of an agent built with the official a2a-sdk
 (tests/cli/sdk_agent.py), driven by the official a2a-sdk client over JSON-RPC and HTTP+JSON, on the
-memory backend, on --store aws (moto), and with the gateway calling the upstream over gRPC: blocking and streaming sends relayed event by event,
+default store (SQLite), on --store aws (moto), and with the gateway calling the upstream over gRPC: blocking and streaming sends relayed event by event,
 multi-turn through the upstream's INPUT_REQUIRED, a cancel forwarded to the upstream task, an
 upstream failure ending the task FAILED with its reason, and push notifications through the host."""
 
@@ -27,7 +27,7 @@ def upstream(sdk):
     return sdk
 
 
-@pytest.fixture(scope="module", params=["memory", "aws", "grpc-upstream"])
+@pytest.fixture(scope="module", params=["sqlite", "aws", "grpc-upstream"])
 def gateway(request, upstream, tmp_path_factory):
     """a2a-local in front of the SDK agent; "grpc-upstream" talks to it over gRPC (AGENT_A2A_BINDING)."""
     args = ["--agent-a2a", upstream, "--webhook-allow", "127.0.0.1/32"]

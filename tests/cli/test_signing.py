@@ -236,7 +236,7 @@ def test_with_trusted_keys_a_jku_counts_for_nothing(files, tmp_path):
     assert both.returncode == 2 and "cannot be used with" in both.stderr, both.stderr
 
 
-@pytest.mark.parametrize("backend", ["memory", "aws"])
+@pytest.mark.parametrize("backend", ["sqlite", "aws"])
 def test_push_notifications_are_signed_and_verify_with_pyjwt(backend, tmp_path):
     """Each webhook POST carries A2A-Notification-Signature, a JWT a receiver checks with PyJWT and
     the agent's JWKS: issuer the agent, audience the webhook URL, the body's SHA-256, jti stable per

@@ -44,7 +44,7 @@ def receiver():
 
 
 def backend_args(backend):
-    if backend == "memory":
+    if backend == "sqlite":
         return []
     if not os.environ.get("AWS_ENDPOINT_URL"):
         pytest.fail("AWS_ENDPOINT_URL is not set (scripts/test starts moto)")
@@ -116,7 +116,7 @@ def no_secrets(spans):
             assert secret not in text, f"{secret[:12]}… in span {s['name']}: {text}"
 
 
-@pytest.mark.parametrize("backend", ["memory", "aws"])
+@pytest.mark.parametrize("backend", ["sqlite", "aws"])
 def test_one_trace_from_the_client_through_the_queue_to_the_agent_and_the_webhook(receiver, backend):
     hook, received = webhook_receiver()
     hook = hook.replace("/hook", "/hook/secret-path")
@@ -210,7 +210,7 @@ def test_sampling_is_decided_where_the_trace_enters_and_carried_when_not_recorde
     sampled flag 0 (so they do not record it either); a caller's sampled trace is still recorded
     whole (parent-based)."""
     agent_url, agent, agent_log = start_agent()
-    base, proc = host(receiver, "memory", "--agent-url", agent_url, "--trace-sample-ratio", "0")
+    base, proc = host(receiver, "sqlite", "--agent-url", agent_url, "--trace-sample-ratio", "0")
     try:
         hook, received = webhook_receiver()
         unsampled_trace, _, sampled_parent = traceparent()
@@ -244,7 +244,7 @@ def test_grpc_metadata_carries_the_trace(receiver):
     import grpc
 
     grpc_port = free_port()
-    base, proc = host(receiver, "memory", "--grpc-addr", f"127.0.0.1:{grpc_port}")
+    base, proc = host(receiver, "sqlite", "--grpc-addr", f"127.0.0.1:{grpc_port}")
     try:
         trace_id, caller_span, parent = traceparent()
         channel = grpc.insecure_channel(f"127.0.0.1:{grpc_port}")
@@ -268,7 +268,7 @@ def test_grpc_metadata_carries_the_trace(receiver):
 
 def test_log_lines_carry_trace_and_task_ids(receiver):
     agent_url, agent, _ = start_agent()
-    base, proc = host(receiver, "memory", "--agent-url", agent_url, "--log-format", "json", log_name="observability-json.log")
+    base, proc = host(receiver, "sqlite", "--agent-url", agent_url, "--log-format", "json", log_name="observability-json.log")
     try:
         trace_id, _, parent = traceparent()
         hook, _ = webhook_receiver()
@@ -295,7 +295,7 @@ def exporter_threads(pid):
 @pytest.mark.parametrize("off", ["unset", "sdk_disabled"])
 def test_with_tracing_off_no_exporter_runs_and_nothing_is_sent(receiver, off):
     env = {"OTEL_EXPORTER_OTLP_ENDPOINT": ""} if off == "unset" else {"OTEL_SDK_DISABLED": "true"}
-    base, proc = host(receiver, "memory", env=env)
+    base, proc = host(receiver, "sqlite", env=env)
     try:
         _, _, parent = traceparent()
         hook, _ = webhook_receiver()
@@ -308,7 +308,7 @@ def test_with_tracing_off_no_exporter_runs_and_nothing_is_sent(receiver, off):
 
 
 def test_with_tracing_on_the_exporter_runs_on_its_own_thread(receiver):
-    base, proc = host(receiver, "memory")
+    base, proc = host(receiver, "sqlite")
     try:
         assert exporter_threads(proc.pid) == ["otlp-export"]
     finally:
@@ -335,7 +335,7 @@ def metric_points(receiver):
 
 def test_metrics_arrive_with_the_documented_names(receiver):
     agent_url, agent, _ = start_agent()
-    base, proc = host(receiver, "memory", "--agent-url", agent_url, env={"OTEL_METRIC_EXPORT_INTERVAL": "300"})
+    base, proc = host(receiver, "sqlite", "--agent-url", agent_url, env={"OTEL_METRIC_EXPORT_INTERVAL": "300"})
     try:
         _, _, parent = traceparent()
         hook, received = webhook_receiver()
@@ -368,7 +368,7 @@ def test_metrics_arrive_with_the_documented_names(receiver):
 
 def test_open_streams_are_counted(receiver):
     agent_url, agent, _ = start_agent(word_delay="0.2")
-    base, proc = host(receiver, "memory", "--agent-url", agent_url, env={"OTEL_METRIC_EXPORT_INTERVAL": "100"})
+    base, proc = host(receiver, "sqlite", "--agent-url", agent_url, env={"OTEL_METRIC_EXPORT_INTERVAL": "100"})
 
     def streams(r):
         return [p.as_int for a, p, _ in metric_points(r).get("a2a.server.active_streams", [])
@@ -399,7 +399,7 @@ def test_the_cli_starts_or_continues_a_trace(receiver, binding):
     if not a2a:
         pytest.fail("A2A_BIN is not set (run through scripts/test)")
     grpc_port = free_port()
-    base, proc = host(receiver, "memory", "--agent", "echo", "--grpc-addr", f"127.0.0.1:{grpc_port}")
+    base, proc = host(receiver, "sqlite", "--agent", "echo", "--grpc-addr", f"127.0.0.1:{grpc_port}")
     env = {**os.environ, "A2A_API_KEY": API_KEY}
     try:
         # A new trace per command; --json names it on stderr.
@@ -445,7 +445,7 @@ def test_otlp_over_grpc():
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     receiver = Receiver()  # unused by this host: it proves nothing goes over HTTP instead
-    base, proc = host(receiver, "memory", "--otlp-protocol", "grpc",
+    base, proc = host(receiver, "sqlite", "--otlp-protocol", "grpc",
                       env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}", "OTEL_METRICS_EXPORTER": "none"})
     try:
         trace_id, caller, parent = traceparent()
@@ -466,8 +466,8 @@ def test_otlp_over_grpc():
 
 def test_the_gateway_carries_the_trace_to_the_upstream_agent(receiver):
     # The upstream: an A2A agent (a2a-local with the echo agent) exporting to the same receiver.
-    upstream, upstream_proc = host(receiver, "memory", "--agent", "echo", log_name="observability-upstream.log")
-    base, proc = host(receiver, "memory", "--agent-a2a", upstream, log_name="observability-gateway.log",
+    upstream, upstream_proc = host(receiver, "sqlite", "--agent", "echo", log_name="observability-upstream.log")
+    base, proc = host(receiver, "sqlite", "--agent-a2a", upstream, log_name="observability-gateway.log",
                       env={"AGENT_A2A_API_KEY": API_KEY})
     try:
         trace_id, _, parent = traceparent()

@@ -1,6 +1,6 @@
 """Authentication with a real OpenID provider: the npm package oidc-provider (tests/oidc/provider.mjs)
 on 127.0.0.1 issues client-credentials JWT access tokens, and a2a-local verifies them (OpenID
-discovery, JWKS, audiences, scopes) beside API keys, on the memory backend and on --store aws
+discovery, JWKS, audiences, scopes) beside API keys, on the default store (SQLite) and on --store aws
 (moto). The official a2a-sdk client authenticates from the card's declared schemes (its
 AuthInterceptor) on both bindings; two clients are two principals that cannot see each other's
 tasks; per-operation scopes; key rotation at the provider while the server runs; and every refusal
@@ -133,7 +133,7 @@ def provider(tmp_path_factory):
     stop(p.proc)
 
 
-@pytest.fixture(scope="module", params=["memory", "aws"])
+@pytest.fixture(scope="module", params=["sqlite", "aws"])
 def server(request, provider):
     base, proc, _ = start_server(provider, request.param)
     yield base
@@ -366,7 +366,7 @@ def test_scopes_globally_and_per_operation(server, provider):
 # --- key rotation -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("backend", ["memory", "aws"])
+@pytest.mark.parametrize("backend", ["sqlite", "aws"])
 def test_key_rotation_while_the_server_runs(tmp_path, backend):
     provider = Provider(tmp_path)
     os.environ["RUST_LOG"] = "debug"  # the most the server would ever log

@@ -221,13 +221,15 @@ pub enum Settled {
     Dead(String),
 }
 
-/// Where a durable push queue records each delivery's progress (the embedded SQL store's); it
-/// records in the background: a record lost in a crash only repeats an attempt.
+/// Where a durable push queue records each delivery's progress (the embedded SQL store's).
+#[async_trait]
 pub trait PushLedger: Send + Sync {
-    /// Delivery `id` failed; its attempt `attempt` is due at `due`.
+    /// Delivery `id` failed; its attempt `attempt` is due at `due`. Recorded in the background: a
+    /// record lost in a crash only repeats an attempt sooner.
     fn retrying(&self, id: i64, attempt: u32, due: chrono::DateTime<chrono::Utc>);
-    /// Delivery `id` is over.
-    fn settled(&self, id: i64, outcome: Settled);
+    /// Delivery `id` is over; returns once that is recorded, so that the lane's next delivery never
+    /// overtakes one a crash would make again (a receiver sees each task's events in order).
+    async fn settled(&self, id: i64, outcome: Settled);
 }
 
 /// The embedded push worker: one ordered lane per (task, webhook); a failing notification is
@@ -303,9 +305,9 @@ impl PushWorker {
                 tokio::time::sleep(wait).await;
             }
         }
-        let settle = |outcome: Settled| {
+        let settle = |outcome: Settled| async {
             if let Some(r) = &receipt {
-                r.ledger.settled(r.id, outcome);
+                r.ledger.settled(r.id, outcome).await;
             }
         };
         loop {
@@ -322,18 +324,18 @@ impl PushWorker {
                         attempt = job.attempt,
                         "push delivered"
                     );
-                    settle(Settled::Delivered);
+                    settle(Settled::Delivered).await;
                     return;
                 }
                 Outcome::Refused(why) => {
                     tracing::warn!(task_id, config_id, seq = job.event.seq, %why, "push refused");
-                    settle(Settled::Refused(why.clone()));
+                    settle(Settled::Refused(why.clone())).await;
                     self.bury(job, why);
                     return;
                 }
                 Outcome::Failed(why) if self.retry.gives_up_after(job.attempt) => {
                     tracing::error!(task_id, config_id, seq = job.event.seq, attempts = job.attempt, %why, "push dead-lettered");
-                    settle(Settled::Dead(why.clone()));
+                    settle(Settled::Dead(why.clone())).await;
                     self.bury(job, why);
                     return;
                 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use crate::writer::db_error;
+use crate::error::db_error;
 use a2a_protocol::error::{A2aError, Result};
 
 /// The SQLite file's name in the data directory.
@@ -60,7 +60,8 @@ const MIGRATIONS: &[&str] = &[
        body TEXT NOT NULL,
        artifact_base TEXT NOT NULL,
        history_len INTEGER NOT NULL,
-       bytes INTEGER NOT NULL
+       bytes INTEGER NOT NULL,
+       claim TEXT
      );
      CREATE INDEX tasks_by_owner ON tasks (owner, status_us, id);
      CREATE INDEX tasks_by_owner_state ON tasks (owner, state, status_us, id);
@@ -79,7 +80,6 @@ const MIGRATIONS: &[&str] = &[
      CREATE TABLE claims (
        owner TEXT NOT NULL, message_id TEXT NOT NULL, task_id TEXT NOT NULL, PRIMARY KEY (owner, message_id)
      ) WITHOUT ROWID;
-     CREATE INDEX claims_by_task ON claims (task_id);
      CREATE TABLE work_jobs (
        task_id TEXT PRIMARY KEY, turn INTEGER NOT NULL, job TEXT, deliveries INTEGER NOT NULL
      ) WITHOUT ROWID;
@@ -165,10 +165,14 @@ pub(crate) fn open_writer(db: &Path, durability: Durability, max_bytes: Option<u
         Durability::Process => "NORMAL",
         Durability::Power => "FULL",
     };
-    // Checkpoints run on a thread of their own (`checkpointer`), not inside a commit.
+    // The writer checkpoints after a commit that leaves the WAL past CHECKPOINT_PAGES: between
+    // two commits, so the checkpoint completes and the next commit starts the WAL over (a
+    // checkpoint running beside a stream of commits never catches up, and the WAL would grow
+    // without end).
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = OFF; PRAGMA busy_timeout = 5000;
-         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = 0;
+         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES};
+         PRAGMA mmap_size = {MMAP_BYTES};
          PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};"
     ))
     .map_err(|e| db_error("open", e))?;
@@ -213,8 +217,10 @@ fn migrate(conn: &Connection, db: &Path) -> Result<()> {
 pub(crate) fn open_reader(db: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(db, flags).map_err(|e| db_error("open a reader", e))?;
-    conn.execute_batch("PRAGMA query_only = 1; PRAGMA busy_timeout = 5000; PRAGMA cache_size = -8192;")
-        .map_err(|e| db_error("open a reader", e))?;
+    conn.execute_batch(&format!(
+        "PRAGMA query_only = 1; PRAGMA busy_timeout = 5000; PRAGMA cache_size = -8192; PRAGMA mmap_size = {MMAP_BYTES};"
+    ))
+    .map_err(|e| db_error("open a reader", e))?;
     conn.set_prepared_statement_cache_capacity(STATEMENTS);
     Ok(conn)
 }
@@ -223,29 +229,10 @@ pub(crate) fn open_reader(db: &Path) -> Result<Connection> {
 const STATEMENTS: usize = 128;
 /// The WAL file is cut back to this once checkpointed (bytes).
 const WAL_SIZE_LIMIT: u64 = 64 << 20;
-/// How often the checkpointer copies the WAL into the file.
-const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Copies committed pages from the WAL into the file on a thread of its own (`PASSIVE`: it never
-/// waits for the writer or a reader), so that no commit pays for a checkpoint; stops when
-/// `stop` is dropped.
-pub(crate) fn checkpointer(db: &Path) -> Result<std::sync::mpsc::Sender<()>> {
-    let conn = Connection::open(db).map_err(|e| db_error("open the checkpointer", e))?;
-    conn.execute_batch("PRAGMA busy_timeout = 5000;").map_err(|e| db_error("open the checkpointer", e))?;
-    let (stop, stopped) = std::sync::mpsc::channel::<()>();
-    std::thread::Builder::new()
-        .name("a2a-sqlite-checkpoint".into())
-        .spawn(move || {
-            while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = stopped.recv_timeout(CHECKPOINT_EVERY) {
-                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-                    tracing::warn!(error = %e, "a checkpoint of the data file failed; the next one retries");
-                }
-            }
-            let _ = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()));
-        })
-        .map_err(|e| A2aError::internal(format!("cannot start the checkpointer: {e}")))?;
-    Ok(stop)
-}
+/// How much of the file is read through a memory map (no copy per page read).
+const MMAP_BYTES: u64 = 1 << 30;
+/// WAL pages after which a commit is followed by a checkpoint (SQLite's default).
+const CHECKPOINT_PAGES: u32 = 1000;
 
 /// The secret that seals ListTasks page tokens, kept in the file so that tokens outlive a restart.
 pub(crate) fn page_token_key(conn: &Connection) -> Result<Vec<u8>> {

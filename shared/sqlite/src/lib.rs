@@ -14,6 +14,7 @@
 //!   the same file; what was waiting at a crash is done after the restart.
 
 mod catalog;
+mod error;
 pub mod file;
 mod list;
 mod push_queue;
@@ -95,8 +96,7 @@ pub async fn open(options: SqliteOptions) -> Result<Opened> {
     let tasks = catalog.len();
     let writer = writer::Writer::start(conn)?;
     let readers = writer::Readers::new(dir.db.clone());
-    let checkpoints = file::checkpointer(&dir.db)?;
-    let store = Arc::new(SqliteStore::new(writer, readers, catalog, tokens, options.retention, dir, checkpoints));
+    let store = Arc::new(SqliteStore::new(writer, readers, catalog, tokens, options.retention, dir));
     let (work, jobs) = SqliteWorkQueue::new(store.clone());
     let (push, deliveries) = SqlitePushQueue::new(store.clone());
     let recovered = (work.recover().await?, push.recover().await?);
@@ -133,13 +133,13 @@ fn load_catalog(conn: &rusqlite::Connection, limits: StoreLimits) -> Result<cata
     let mut owners: std::collections::HashMap<String, Arc<str>> = std::collections::HashMap::new();
     let mut select = conn
         .prepare("SELECT id, owner, context_id, state, status_us, bytes FROM tasks")
-        .map_err(|e| writer::db_error("load", e))?;
-    let mut rows = select.query(params![]).map_err(|e| writer::db_error("load", e))?;
-    while let Some(row) = rows.next().map_err(|e| writer::db_error("load", e))? {
+        .map_err(|e| error::db_error("load", e))?;
+    let mut rows = select.query(params![]).map_err(|e| error::db_error("load", e))?;
+    while let Some(row) = rows.next().map_err(|e| error::db_error("load", e))? {
         let read = || -> rusqlite::Result<(String, String, String, String, i64, usize)> {
             Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
         };
-        let (id, owner, context, state, status_us, bytes) = read().map_err(|e| writer::db_error("load", e))?;
+        let (id, owner, context, state, status_us, bytes) = read().map_err(|e| error::db_error("load", e))?;
         let owner = owners.entry(owner).or_insert_with_key(|o| Arc::from(o.as_str())).clone();
         let placement = Placement {
             owner,

@@ -6,9 +6,10 @@
 
 use rusqlite::types::Value;
 
+use crate::error::db_error;
 use crate::rows::{micros, RawRow, ROW_COLUMNS};
-use crate::store::SqliteStore;
-use crate::writer::db_error;
+use crate::writer::Readers;
+use a2a_engine::page_token::PageTokens;
 use a2a_engine::ports::{TaskPage, TaskQuery, TaskRecord};
 use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::types::Task;
@@ -20,16 +21,16 @@ struct Cursor {
     total: usize,
 }
 
-fn seal(store: &SqliteStore, c: &Cursor) -> String {
-    store.tokens.seal(format!("{}|{}|{}", c.status_us, c.total, c.id).as_bytes())
+fn seal(tokens: &PageTokens, c: &Cursor) -> String {
+    tokens.seal(format!("{}|{}|{}", c.status_us, c.total, c.id).as_bytes())
 }
 
-fn open(store: &SqliteStore, token: &str) -> Result<Option<Cursor>> {
+fn open(tokens: &PageTokens, token: &str) -> Result<Option<Cursor>> {
     if token.is_empty() {
         return Ok(None);
     }
     let bad = || A2aError::invalid_field("pageToken", "is malformed");
-    let payload = String::from_utf8(store.tokens.open(token)?).map_err(|_| bad())?;
+    let payload = String::from_utf8(tokens.open(token)?).map_err(|_| bad())?;
     let mut it = payload.splitn(3, '|');
     let (Some(t), Some(total), Some(id)) = (it.next(), it.next(), it.next()) else { return Err(bad()) };
     Ok(Some(Cursor {
@@ -39,8 +40,9 @@ fn open(store: &SqliteStore, token: &str) -> Result<Option<Cursor>> {
     }))
 }
 
-pub(crate) fn page(store: &SqliteStore, q: &TaskQuery) -> Result<TaskPage> {
-    let cursor = open(store, &q.page_token)?;
+/// A page of `q`, read on `readers`, its token sealed with `tokens`.
+pub(crate) fn page(readers: &Readers, tokens: &PageTokens, q: &TaskQuery) -> Result<TaskPage> {
+    let cursor = open(tokens, &q.page_token)?;
     let mut filter = String::from("owner = ?1");
     let mut args = vec![Value::Text(q.owner.clone())];
     let mut arg = |filter: &mut String, clause: &str, value: Value| {
@@ -65,7 +67,7 @@ pub(crate) fn page(store: &SqliteStore, q: &TaskQuery) -> Result<TaskPage> {
     }
     let limit = i64::try_from(q.page_size + 1).unwrap_or(i64::MAX);
     let sql = format!("SELECT {ROW_COLUMNS} FROM tasks WHERE {walk} ORDER BY status_us DESC, id DESC LIMIT {limit}");
-    let (rows, total) = store.readers.with(|conn| {
+    let (rows, total) = readers.with(|conn| {
         crate::writer::snapshot(conn, |conn| {
             let mut select = conn.prepare_cached(&sql).map_err(|e| db_error("list tasks", e))?;
             let rows = select
@@ -95,7 +97,7 @@ pub(crate) fn page(store: &SqliteStore, q: &TaskQuery) -> Result<TaskPage> {
         last = Some(Cursor { status_us, id, total });
     }
     let next_page_token = match (more, last) {
-        (true, Some(c)) => seal(store, &c),
+        (true, Some(c)) => seal(tokens, &c),
         _ => String::new(),
     };
     Ok(TaskPage { records, next_page_token, total_size: total })

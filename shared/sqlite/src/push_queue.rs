@@ -18,9 +18,9 @@ use chrono::{DateTime, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::mpsc;
 
+use crate::error::db_error;
 use crate::rows::{from_micros, json, micros, parse};
 use crate::store::SqliteStore;
-use crate::writer::db_error;
 use a2a_engine::ports::{EventRecord, PushJob, PushQueue};
 use a2a_engine::push::{Delivery, PushLedger, Receipt, Settled};
 use a2a_protocol::error::{A2aError, Result};
@@ -265,6 +265,7 @@ impl PushQueue for SqlitePushQueue {
     }
 }
 
+#[async_trait]
 impl PushLedger for Ledger {
     fn retrying(&self, id: i64, attempt: u32, due: DateTime<Utc>) {
         self.store.writer.submit("record a webhook retry", move |conn| {
@@ -275,8 +276,8 @@ impl PushLedger for Ledger {
         });
     }
 
-    fn settled(&self, id: i64, outcome: Settled) {
-        self.store.writer.submit("record a webhook delivery", move |conn| {
+    async fn settled(&self, id: i64, outcome: Settled) {
+        let recorded = self.store.writer.run("record a webhook delivery", move |conn| {
             let (state, reason) = match outcome {
                 Settled::Delivered => ("delivered", None),
                 Settled::Refused(why) => ("refused", Some(why)),
@@ -293,6 +294,7 @@ impl PushLedger for Ledger {
                 .map_err(|e| db_error("record a webhook delivery", e))?
                 .unwrap_or(true);
             let sql = match (task_gone, state) {
+                // (The unused parameters keep one parameter list for the three statements.)
                 (true, _) => "DELETE FROM push_jobs WHERE id = ?1 AND ?2 = ?2 AND ?3 IS ?3",
                 (false, "delivered") => {
                     "UPDATE push_jobs SET state = ?2, reason = ?3, config = '', event = '', trace = NULL WHERE id = ?1"
@@ -304,5 +306,9 @@ impl PushLedger for Ledger {
                 .map(drop)
                 .map_err(|e| db_error("record a webhook delivery", e))
         });
+        if let Err(e) = recorded.await {
+            // The row stays queued: the delivery is made again after a restart (at least once).
+            tracing::warn!(delivery = id, error = %e, "a webhook delivery's outcome could not be recorded");
+        }
     }
 }

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::writer::{db_error, snapshot};
+use crate::error::db_error;
+use crate::writer::snapshot;
 use a2a_engine::admission::Placement;
 use a2a_engine::ports::{EventRecord, TaskRecord, TurnKey};
 use a2a_protocol::error::{A2aError, Result};
@@ -102,11 +103,14 @@ pub(crate) struct NewTask {
     stored: Stored,
     row: TaskRow,
     messages: Vec<String>,
+    /// The messageId of the claim the task takes (deleting the task deletes the claim).
+    claim: Option<String>,
 }
 
 impl NewTask {
-    /// Encodes a new task (fills in what it counts for).
-    pub fn encode(record: TaskRecord) -> Result<Self> {
+    /// Encodes a new task (fills in what it counts for), which takes the claim of `claim` (a
+    /// messageId) if given.
+    pub fn encode(record: TaskRecord, claim: Option<String>) -> Result<Self> {
         let mut stored = Stored {
             row: 0,
             history_len: record.task.history.len(),
@@ -119,7 +123,7 @@ impl NewTask {
         let messages = stored.record.task.history.iter().map(json).collect::<Result<Vec<_>>>()?;
         stored.row_bytes = row.bytes();
         stored.bytes = stored.row_bytes + messages.iter().map(|m| m.len() + ROW_OVERHEAD).sum::<usize>();
-        Ok(Self { stored, row, messages })
+        Ok(Self { stored, row, messages, claim })
     }
 
     pub fn stored(&self) -> &Stored {
@@ -132,8 +136,8 @@ impl NewTask {
         let inserted = conn
             .prepare_cached(
                 "INSERT INTO tasks (id, owner, context_id, state, status_us, created_us, version, last_seq,
-                   cancel_requested, has_push, turn, body, artifact_base, history_len, bytes)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)
+                   cancel_requested, has_push, turn, body, artifact_base, history_len, bytes, claim)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
                  ON CONFLICT (id) DO NOTHING",
             )
             .and_then(|mut s| {
@@ -153,6 +157,7 @@ impl NewTask {
                     self.row.artifact_base,
                     self.stored.history_len,
                     self.stored.bytes,
+                    self.claim,
                 ])
             })
             .map_err(|e| db_error("create", e))?;
@@ -440,17 +445,22 @@ pub(crate) fn events_after(conn: &Connection, task_id: &str, after: u64) -> Resu
 /// its first message, its settled webhook deliveries). Queued deliveries keep their own copy of the
 /// event and go on.
 pub(crate) fn delete(conn: &Connection, task_id: &str) -> Result<()> {
-    let row: Option<i64> = conn
-        .prepare_cached("DELETE FROM tasks WHERE id = ?1 RETURNING row")
-        .and_then(|mut s| s.query_row([task_id], |r| r.get(0)).optional())
+    let gone: Option<(i64, String, Option<String>)> = conn
+        .prepare_cached("DELETE FROM tasks WHERE id = ?1 RETURNING row, owner, claim")
+        .and_then(|mut s| s.query_row([task_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
         .map_err(|e| db_error("delete a task", e))?;
-    let Some(row) = row else { return Ok(()) };
+    let Some((row, owner, claim)) = gone else { return Ok(()) };
     for sql in ["DELETE FROM messages WHERE task = ?1", "DELETE FROM events WHERE task = ?1"] {
         conn.prepare_cached(sql).and_then(|mut s| s.execute([row])).map_err(|e| db_error("delete a task", e))?;
     }
+    if let Some(message_id) = claim {
+        // Only if it still points here (a later task of the same messageId may hold it).
+        conn.prepare_cached("DELETE FROM claims WHERE owner = ?1 AND message_id = ?2 AND task_id = ?3")
+            .and_then(|mut s| s.execute([&owner, &message_id, task_id]))
+            .map_err(|e| db_error("delete a task", e))?;
+    }
     for sql in [
         "DELETE FROM push_configs WHERE task_id = ?1",
-        "DELETE FROM claims WHERE task_id = ?1",
         "DELETE FROM push_jobs WHERE task_id = ?1 AND state != 'queued'",
         "DELETE FROM work_jobs WHERE task_id = ?1",
     ] {

@@ -20,8 +20,9 @@ use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::Mutex as Turn;
 
 use crate::catalog::{Catalog, Victims};
+use crate::error::db_error;
 use crate::rows::{self, json, parse, Changed, NewTask, Stored, ROW_OVERHEAD};
-use crate::writer::{db_error, Readers, Writer};
+use crate::writer::{Readers, Writer};
 use a2a_engine::admission::SMALL_EVENT;
 use a2a_engine::page_token::PageTokens;
 use a2a_engine::ports::*;
@@ -47,8 +48,6 @@ pub struct SqliteStore {
     retention: Option<Duration>,
     /// Held for the store's life: no other process opens the directory meanwhile.
     _dir: crate::file::DataDir,
-    /// Dropped with the store: the checkpointer does a last checkpoint and stops.
-    _checkpoints: std::sync::mpsc::Sender<()>,
 }
 
 impl SqliteStore {
@@ -59,7 +58,6 @@ impl SqliteStore {
         tokens: PageTokens,
         retention: Option<Duration>,
         dir: crate::file::DataDir,
-        checkpoints: std::sync::mpsc::Sender<()>,
     ) -> Self {
         Self {
             writer,
@@ -70,7 +68,6 @@ impl SqliteStore {
             tokens,
             retention,
             _dir: dir,
-            _checkpoints: checkpoints,
         }
     }
 
@@ -321,7 +318,7 @@ fn claim_of(conn: &Connection, owner: &str, message_id: &str) -> Result<Option<S
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
-        let new = NewTask::encode(record)?;
+        let new = NewTask::encode(record, claim.map(|c| c.message_id.clone()))?;
         let placement = rows::placement(&new.stored().record);
         let id = placement.key.1.clone();
         let size = new.stored().bytes;
@@ -419,7 +416,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn list(&self, query: &TaskQuery) -> Result<TaskPage> {
-        crate::list::page(self, query)
+        crate::list::page(&self.readers, &self.tokens, query)
     }
 
     async fn hydrate(&self, record: TaskRecord) -> Result<TaskRecord> {

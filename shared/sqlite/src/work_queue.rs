@@ -18,9 +18,9 @@ use async_trait::async_trait;
 use rusqlite::{params, Connection};
 use tokio::sync::mpsc;
 
+use crate::error::db_error;
 use crate::rows::{json, parse};
 use crate::store::SqliteStore;
-use crate::writer::db_error;
 use a2a_engine::memory::{Done, Queued, IN_PROCESS_QUEUE};
 use a2a_engine::ports::{Job, WorkQueue};
 use a2a_protocol::error::{A2aError, Result};

@@ -15,7 +15,8 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
-use a2a_protocol::error::{A2aError, ErrorKind, Result};
+use crate::error::db_error;
+use a2a_protocol::error::{A2aError, Result};
 
 /// A change: runs inside the batch's transaction (or is skipped) and returns what to tell its
 /// caller once that transaction is committed (or is not).
@@ -36,30 +37,6 @@ const MAX_BATCH: usize = 1024;
 /// Idle reader connections kept.
 const MAX_IDLE_READERS: usize = 16;
 
-/// Maps an SQLite failure to the error a caller gets: a full disk or a file that cannot be written
-/// is said as such (the operator can act on it), anything else is logged once and answered as an
-/// internal error without the database's words.
-pub(crate) fn db_error(what: &str, e: rusqlite::Error) -> A2aError {
-    use rusqlite::ffi::ErrorCode;
-    match e.sqlite_error_code() {
-        Some(ErrorCode::DiskFull) => {
-            tracing::error!(operation = what, "the data directory is full: the change was not recorded");
-            A2aError::new(
-                ErrorKind::ResourceExhausted,
-                "the server's storage is full: nothing was recorded; retry later",
-            )
-        }
-        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied) => {
-            tracing::error!(operation = what, error = %e, "the data file cannot be written");
-            A2aError::internal("the server's storage cannot be written: nothing was recorded")
-        }
-        _ => {
-            tracing::error!(operation = what, error = %e, "SQLite request failed");
-            A2aError::internal(format!("storage unavailable ({what})"))
-        }
-    }
-}
-
 /// The change never ran: the writer could not open a transaction (the failure was logged), or
 /// it has stopped.
 fn not_run() -> A2aError {
@@ -68,17 +45,24 @@ fn not_run() -> A2aError {
 
 /// The one writing connection, on its own thread.
 pub(crate) struct Writer {
-    tx: mpsc::Sender<Change>,
+    tx: Option<mpsc::Sender<Change>>,
+    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Writer {
     pub fn start(conn: Connection) -> Result<Self> {
         let (tx, rx) = mpsc::channel::<Change>();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("a2a-sqlite-writer".into())
-            .spawn(move || commit_loop(&conn, &rx))
+            .spawn(move || {
+                commit_loop(&conn, &rx);
+                // Stopping: the WAL goes into the file, so that the file alone holds everything.
+                if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
+                    tracing::warn!(error = %e, "the last checkpoint of the data file failed; the next start replays the WAL");
+                }
+            })
             .map_err(|e| A2aError::internal(format!("cannot start the store's writer: {e}")))?;
-        Ok(Self { tx })
+        Ok(Self { tx: Some(tx), thread: Some(thread) })
     }
 
     /// Runs `change` in the next transaction; its result once that transaction is committed.
@@ -125,7 +109,17 @@ impl Writer {
             }
             Step::Skip(why) => Box::new(move |_| reply(Err(why))),
         });
-        self.tx.send(change).map_err(|_| not_run())
+        self.tx.as_ref().ok_or_else(not_run)?.send(change).map_err(|_| not_run())
+    }
+}
+
+impl Drop for Writer {
+    /// Lets the writer commit what it was given, checkpoint and stop.
+    fn drop(&mut self) {
+        drop(self.tx.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
     }
 }
 
@@ -238,6 +232,7 @@ pub(crate) fn snapshot<T>(conn: &Connection, read: impl FnOnce(&Connection) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+    use a2a_protocol::error::ErrorKind;
 
     fn writer() -> (Writer, tempdir::Dir) {
         let dir = tempdir::Dir::new();
