@@ -131,10 +131,14 @@ def test_one_trace_from_the_client_through_the_queue_to_the_agent_and_the_webhoo
             if any(b.get("statusUpdate", {}).get("status", {}).get("state") == "TASK_STATE_COMPLETED" for _, b in received):
                 break
             time.sleep(0.1)
-        spans = receiver.wait_for(
-            lambda r: (lambda t: t if len(by_kind(t, "client", "POST webhook")) >= 3 else None)(r.trace(trace_id)),
-            what=f"the webhook spans of trace {trace_id}",
-        )
+        # Every delivery the receiver saw has its span exported (each closes just after its answer).
+        def all_deliveries(r):
+            t = r.trace(trace_id)
+            made = {h.get("traceparent", "-").split("-")[-2] for h, _ in list(received)}
+            exported = {s["span_id"] for s in by_kind(t, "client", "POST webhook")}
+            return t if len(exported) >= 3 and made <= exported else None
+
+        spans = receiver.wait_for(all_deliveries, what=f"the webhook spans of trace {trace_id}")
         system = "aws_sqs" if backend == "aws" else "a2a"
 
         # The SERVER span continues the caller's span and names the operation and the task.

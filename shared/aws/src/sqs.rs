@@ -336,8 +336,9 @@ impl WorkPoller {
         let job: Job = match serde_json::from_str(m.body().unwrap_or_default()) {
             Ok(j) => j,
             Err(e) => {
-                tracing::error!(error = %e, "unreadable job dropped");
-                delete(&self.client, &self.url, &m).await;
+                // A poison message: left on the queue, so that after `maxReceiveCount` receives it
+                // ends in the dead-letter queue for a look (as the Lambda consumer does).
+                tracing::error!(error = %e, receive_count = receive_count(&m), "unreadable job; it goes to the dead-letter queue in the end");
                 return;
             }
         };

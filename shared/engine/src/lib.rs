@@ -11,7 +11,8 @@
 //! - [`push`] (feature `push`): webhook delivery with retries; [`webhook`] and [`ssrf`]: the rules
 //!   every deliverer follows.
 //! - [`card`]: the served agent card (and its signatures, feature `signing`).
-//! - [`admission`]: what an embedded store may hold and who gives way when it is full.
+//! - [`admission`]: what an embedded store may hold and who gives way when it is full;
+//!   [`task_index`]: the ListTasks indexes an embedded store keeps in memory.
 
 pub mod admission;
 pub mod auth;
@@ -32,4 +33,5 @@ pub mod ports;
 pub mod push;
 pub mod runner;
 pub mod ssrf;
+pub mod task_index;
 pub mod webhook;

@@ -40,13 +40,14 @@ pub enum Durability {
 
 /// Each schema version's migration, in order: version n is `MIGRATIONS[n - 1]`.
 const MIGRATIONS: &[&str] = &[
-    // 1: tasks, their history, events and push configs; messageId claims; the queues' rows.
-    // A task's row number (`row`, in creation order) keys its history and events, so that what
-    // the tasks in flight write lands on the last pages of each table, not all over them.
+    // 1: tasks, their history, events and push configs; the queues' rows. A task's row number (in
+    // creation order) keys its history and events, so that what the tasks in flight write lands on
+    // the last pages of each table. No secondary index: ids, claims and the ListTasks indexes are
+    // kept in memory, rebuilt from these columns at start (`catalog.rs`).
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value BLOB NOT NULL) WITHOUT ROWID;
      CREATE TABLE tasks (
        row INTEGER PRIMARY KEY,
-       id TEXT NOT NULL UNIQUE,
+       id TEXT NOT NULL,
        owner TEXT NOT NULL,
        context_id TEXT NOT NULL,
        state TEXT NOT NULL,
@@ -63,9 +64,6 @@ const MIGRATIONS: &[&str] = &[
        bytes INTEGER NOT NULL,
        claim TEXT
      );
-     CREATE INDEX tasks_by_owner ON tasks (owner, status_us, id);
-     CREATE INDEX tasks_by_owner_state ON tasks (owner, state, status_us, id);
-     CREATE INDEX tasks_by_context ON tasks (owner, context_id, status_us, id);
      CREATE TABLE messages (
        task INTEGER NOT NULL, n INTEGER NOT NULL, body TEXT NOT NULL, PRIMARY KEY (task, n)
      ) WITHOUT ROWID;
@@ -74,11 +72,8 @@ const MIGRATIONS: &[&str] = &[
        PRIMARY KEY (task, seq)
      ) WITHOUT ROWID;
      CREATE TABLE push_configs (
-       task_id TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, v03 INTEGER NOT NULL,
-       from_seq INTEGER NOT NULL, PRIMARY KEY (task_id, id)
-     ) WITHOUT ROWID;
-     CREATE TABLE claims (
-       owner TEXT NOT NULL, message_id TEXT NOT NULL, task_id TEXT NOT NULL, PRIMARY KEY (owner, message_id)
+       task INTEGER NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, v03 INTEGER NOT NULL,
+       from_seq INTEGER NOT NULL, PRIMARY KEY (task, id)
      ) WITHOUT ROWID;
      CREATE TABLE work_jobs (
        task_id TEXT PRIMARY KEY, turn INTEGER NOT NULL, job TEXT, deliveries INTEGER NOT NULL
@@ -172,7 +167,6 @@ pub(crate) fn open_writer(db: &Path, durability: Durability, max_bytes: Option<u
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = OFF; PRAGMA busy_timeout = 5000;
          PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES};
-         PRAGMA mmap_size = {MMAP_BYTES};
          PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};"
     ))
     .map_err(|e| db_error("open", e))?;
@@ -217,10 +211,8 @@ fn migrate(conn: &Connection, db: &Path) -> Result<()> {
 pub(crate) fn open_reader(db: &Path) -> Result<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI;
     let conn = Connection::open_with_flags(db, flags).map_err(|e| db_error("open a reader", e))?;
-    conn.execute_batch(&format!(
-        "PRAGMA query_only = 1; PRAGMA busy_timeout = 5000; PRAGMA cache_size = -8192; PRAGMA mmap_size = {MMAP_BYTES};"
-    ))
-    .map_err(|e| db_error("open a reader", e))?;
+    conn.execute_batch("PRAGMA query_only = 1; PRAGMA busy_timeout = 5000; PRAGMA cache_size = -8192;")
+        .map_err(|e| db_error("open a reader", e))?;
     conn.set_prepared_statement_cache_capacity(STATEMENTS);
     Ok(conn)
 }
@@ -229,8 +221,6 @@ pub(crate) fn open_reader(db: &Path) -> Result<Connection> {
 const STATEMENTS: usize = 128;
 /// The WAL file is cut back to this once checkpointed (bytes).
 const WAL_SIZE_LIMIT: u64 = 64 << 20;
-/// How much of the file is read through a memory map (no copy per page read).
-const MMAP_BYTES: u64 = 1 << 30;
 /// WAL pages after which a commit is followed by a checkpoint (SQLite's default).
 const CHECKPOINT_PAGES: u32 = 1000;
 

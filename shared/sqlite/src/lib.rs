@@ -132,14 +132,16 @@ fn load_catalog(conn: &rusqlite::Connection, limits: StoreLimits) -> Result<cata
     let mut catalog = catalog::Catalog::new(limits);
     let mut owners: std::collections::HashMap<String, Arc<str>> = std::collections::HashMap::new();
     let mut select = conn
-        .prepare("SELECT id, owner, context_id, state, status_us, bytes FROM tasks")
+        .prepare("SELECT row, id, owner, context_id, state, status_us, bytes, claim FROM tasks")
         .map_err(|e| error::db_error("load", e))?;
     let mut rows = select.query(params![]).map_err(|e| error::db_error("load", e))?;
     while let Some(row) = rows.next().map_err(|e| error::db_error("load", e))? {
-        let read = || -> rusqlite::Result<(String, String, String, String, i64, usize)> {
-            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?))
+        type Columns = (i64, String, String, String, String, i64, usize, Option<String>);
+        let read = || -> rusqlite::Result<Columns> {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?, row.get(5)?, row.get(6)?, row.get(7)?))
         };
-        let (id, owner, context, state, status_us, bytes) = read().map_err(|e| error::db_error("load", e))?;
+        let (number, id, owner, context, state, status_us, bytes, claim) =
+            read().map_err(|e| error::db_error("load", e))?;
         let owner = owners.entry(owner).or_insert_with_key(|o| Arc::from(o.as_str())).clone();
         let placement = Placement {
             owner,
@@ -147,7 +149,7 @@ fn load_catalog(conn: &rusqlite::Connection, limits: StoreLimits) -> Result<cata
             state: TaskState::from_name(&state).unwrap_or(TaskState::Unspecified),
             key: (status_us, Arc::from(id)),
         };
-        catalog.insert(placement, bytes);
+        catalog.insert(catalog::Entry { row: number, placement, bytes, claim: claim.map(Arc::from) });
     }
     Ok(catalog)
 }

@@ -180,11 +180,11 @@ impl SqlitePushQueue {
             let mut select = conn
                 .prepare(
                     "SELECT c.body, c.v03, e.seq, e.body FROM push_configs c
-                     JOIN tasks t ON t.id = c.task_id AND t.has_push = 1
-                     JOIN events e ON e.task = t.row AND e.seq > c.from_seq
+                     JOIN tasks t ON t.row = c.task AND t.has_push = 1
+                     JOIN events e ON e.task = c.task AND e.seq > c.from_seq
                      WHERE NOT EXISTS (SELECT 1 FROM push_jobs j
-                       WHERE j.task_id = c.task_id AND j.config_id = c.id AND j.seq = e.seq)
-                     ORDER BY c.task_id, c.id, e.seq",
+                       WHERE j.task_id = t.id AND j.config_id = c.id AND j.seq = e.seq)
+                     ORDER BY c.task, c.id, e.seq",
                 )
                 .map_err(|e| db_error("recover", e))?;
             let rows = select
@@ -199,7 +199,7 @@ impl SqlitePushQueue {
             config.v03_payloads = v03;
             let event = if v03 {
                 // 0.3 webhooks get the task as it stands.
-                match self.store.readers.with(|conn| crate::rows::read(conn, &config.task_id))? {
+                match self.store.read_file(&config.task_id)? {
                     Some(stored) => StreamResponse::Task(stored.record.task),
                     None => continue,
                 }

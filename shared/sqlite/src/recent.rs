@@ -26,6 +26,11 @@ impl Recent {
         self.map.to_back(id).map(|stored| stored.record.clone())
     }
 
+    /// The last event's sequence number of the task, if held.
+    pub fn last_seq(&self, id: &str) -> Option<u64> {
+        self.map.get(id).map(|stored| stored.record.last_seq)
+    }
+
     /// Takes the task out, to change it.
     pub fn take(&mut self, id: &str) -> Option<Stored> {
         let stored = self.map.remove(id)?;

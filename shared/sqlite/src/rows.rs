@@ -130,43 +130,37 @@ impl NewTask {
         &self.stored
     }
 
-    /// Inserts the task: its row number, or `None` if its id is taken.
-    pub fn insert(&self, conn: &Connection) -> Result<Option<i64>> {
+    /// Inserts the task as row `row` (the catalog says the id is free).
+    pub fn insert(&self, conn: &Connection, row: i64) -> Result<()> {
         let r = &self.stored.record;
-        let inserted = conn
-            .prepare_cached(
-                "INSERT INTO tasks (id, owner, context_id, state, status_us, created_us, version, last_seq,
-                   cancel_requested, has_push, turn, body, artifact_base, history_len, bytes, claim)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)
-                 ON CONFLICT (id) DO NOTHING",
-            )
-            .and_then(|mut s| {
-                s.execute(params![
-                    r.task.id,
-                    r.owner,
-                    r.task.context_id,
-                    r.state().as_str(),
-                    micros(r.status_time()),
-                    micros(r.created_at),
-                    r.version,
-                    r.last_seq,
-                    r.cancel_requested,
-                    r.has_push,
-                    self.row.turn,
-                    self.row.body,
-                    self.row.artifact_base,
-                    self.stored.history_len,
-                    self.stored.bytes,
-                    self.claim,
-                ])
-            })
-            .map_err(|e| db_error("create", e))?;
-        if inserted == 0 {
-            return Ok(None);
-        }
-        let row = conn.last_insert_rowid();
-        insert_messages(conn, row, 0, &self.messages)?;
-        Ok(Some(row))
+        conn.prepare_cached(
+            "INSERT INTO tasks (id, owner, context_id, state, status_us, created_us, version, last_seq,
+                   cancel_requested, has_push, turn, body, artifact_base, history_len, bytes, claim, row)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                r.task.id,
+                r.owner,
+                r.task.context_id,
+                r.state().as_str(),
+                micros(r.status_time()),
+                micros(r.created_at),
+                r.version,
+                r.last_seq,
+                r.cancel_requested,
+                r.has_push,
+                self.row.turn,
+                self.row.body,
+                self.row.artifact_base,
+                self.stored.history_len,
+                self.stored.bytes,
+                self.claim,
+                row,
+            ])
+        })
+        .map_err(|e| db_error("create", e))?;
+        insert_messages(conn, row, 0, &self.messages)
     }
 }
 
@@ -295,9 +289,9 @@ impl Changed {
 }
 
 /// Reads a whole task (history and artifacts assembled) in one read transaction.
-pub(crate) fn read(conn: &Connection, task_id: &str) -> Result<Option<Stored>> {
+pub(crate) fn read(conn: &Connection, row: i64) -> Result<Option<Stored>> {
     snapshot(conn, |conn| {
-        let Some(mut stored) = read_row(conn, task_id)? else { return Ok(None) };
+        let Some(mut stored) = read_row(conn, row)? else { return Ok(None) };
         let mut history = Vec::with_capacity(stored.history_len);
         let mut select = conn
             .prepare_cached("SELECT body FROM messages WHERE task = ?1 AND n < ?2 ORDER BY n")
@@ -317,24 +311,22 @@ pub(crate) fn read(conn: &Connection, task_id: &str) -> Result<Option<Stored>> {
 }
 
 /// The task row alone (history empty, artifacts without parts): what a ListTasks page shows.
-pub(crate) fn read_row(conn: &Connection, task_id: &str) -> Result<Option<Stored>> {
-    conn.prepare_cached(&format!("SELECT {ROW_COLUMNS} FROM tasks WHERE id = ?1"))
-        .and_then(|mut s| s.query_row([task_id], RawRow::from_row).optional())
+pub(crate) fn read_row(conn: &Connection, row: i64) -> Result<Option<Stored>> {
+    conn.prepare_cached(&format!("SELECT {ROW_COLUMNS} FROM tasks WHERE row = ?1"))
+        .and_then(|mut s| s.query_row([row], RawRow::from_row).optional())
         .map_err(|e| db_error("read a task", e))?
         .map(RawRow::decode)
         .transpose()
 }
 
 /// The columns [`RawRow`] reads, in order.
-pub(crate) const ROW_COLUMNS: &str = "id, owner, state, status_us, version, last_seq, cancel_requested, has_push, \
-     created_us, turn, body, artifact_base, history_len, bytes, row";
+pub(crate) const ROW_COLUMNS: &str = "owner, state, version, last_seq, cancel_requested, has_push, created_us, turn, \
+     body, artifact_base, history_len, bytes, row";
 
 /// A task row as read, before its JSON is decoded.
 pub(crate) struct RawRow {
-    pub id: String,
     owner: String,
     state: String,
-    pub status_us: i64,
     version: u64,
     last_seq: u64,
     cancel_requested: bool,
@@ -351,21 +343,19 @@ pub(crate) struct RawRow {
 impl RawRow {
     pub fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Self> {
         Ok(Self {
-            id: r.get(0)?,
-            owner: r.get(1)?,
-            state: r.get(2)?,
-            status_us: r.get(3)?,
-            version: r.get(4)?,
-            last_seq: r.get(5)?,
-            cancel_requested: r.get(6)?,
-            has_push: r.get(7)?,
-            created_us: r.get(8)?,
-            turn: r.get(9)?,
-            body: r.get(10)?,
-            artifact_base: r.get(11)?,
-            history_len: r.get(12)?,
-            bytes: r.get(13)?,
-            row: r.get(14)?,
+            owner: r.get(0)?,
+            state: r.get(1)?,
+            version: r.get(2)?,
+            last_seq: r.get(3)?,
+            cancel_requested: r.get(4)?,
+            has_push: r.get(5)?,
+            created_us: r.get(6)?,
+            turn: r.get(7)?,
+            body: r.get(8)?,
+            artifact_base: r.get(9)?,
+            history_len: r.get(10)?,
+            bytes: r.get(11)?,
+            row: r.get(12)?,
         })
     }
 
@@ -423,15 +413,13 @@ fn assemble_artifacts(conn: &Connection, stored: &mut Stored) -> Result<()> {
     Ok(())
 }
 
-/// Events with `seq > after`, in order.
-pub(crate) fn events_after(conn: &Connection, task_id: &str, after: u64) -> Result<Vec<EventRecord>> {
+/// Events of the task at `row` with `seq > after`, in order.
+pub(crate) fn events_after(conn: &Connection, row: i64, after: u64) -> Result<Vec<EventRecord>> {
     let mut select = conn
-        .prepare_cached(
-            "SELECT seq, body FROM events WHERE task = (SELECT row FROM tasks WHERE id = ?1) AND seq > ?2 ORDER BY seq",
-        )
+        .prepare_cached("SELECT seq, body FROM events WHERE task = ?1 AND seq > ?2 ORDER BY seq")
         .map_err(|e| db_error("read events", e))?;
     let rows = select
-        .query_map(params![task_id, after], |r| Ok((r.get::<_, u64>(0)?, r.get::<_, String>(1)?)))
+        .query_map(params![row, after], |r| Ok((r.get::<_, u64>(0)?, r.get::<_, String>(1)?)))
         .map_err(|e| db_error("read events", e))?;
     let mut out = Vec::new();
     for row in rows {
@@ -441,29 +429,21 @@ pub(crate) fn events_after(conn: &Connection, task_id: &str, after: u64) -> Resu
     Ok(out)
 }
 
-/// Deletes a task and everything that hangs on it (history, events, push configs, the claim of
-/// its first message, its settled webhook deliveries). Queued deliveries keep their own copy of the
-/// event and go on.
-pub(crate) fn delete(conn: &Connection, task_id: &str) -> Result<()> {
-    let gone: Option<(i64, String, Option<String>)> = conn
-        .prepare_cached("DELETE FROM tasks WHERE id = ?1 RETURNING row, owner, claim")
-        .and_then(|mut s| s.query_row([task_id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional())
-        .map_err(|e| db_error("delete a task", e))?;
-    let Some((row, owner, claim)) = gone else { return Ok(()) };
-    for sql in ["DELETE FROM messages WHERE task = ?1", "DELETE FROM events WHERE task = ?1"] {
+/// Deletes the task `task_id` at `row` and everything that hangs on it (history, events, push
+/// configs, its settled webhook deliveries). Queued deliveries keep their own copy of the event and
+/// go on.
+pub(crate) fn delete(conn: &Connection, row: i64, task_id: &str) -> Result<()> {
+    for sql in [
+        "DELETE FROM tasks WHERE row = ?1",
+        "DELETE FROM messages WHERE task = ?1",
+        "DELETE FROM events WHERE task = ?1",
+        "DELETE FROM push_configs WHERE task = ?1",
+    ] {
         conn.prepare_cached(sql).and_then(|mut s| s.execute([row])).map_err(|e| db_error("delete a task", e))?;
     }
-    if let Some(message_id) = claim {
-        // Only if it still points here (a later task of the same messageId may hold it).
-        conn.prepare_cached("DELETE FROM claims WHERE owner = ?1 AND message_id = ?2 AND task_id = ?3")
-            .and_then(|mut s| s.execute([&owner, &message_id, task_id]))
-            .map_err(|e| db_error("delete a task", e))?;
-    }
-    for sql in [
-        "DELETE FROM push_configs WHERE task_id = ?1",
-        "DELETE FROM push_jobs WHERE task_id = ?1 AND state != 'queued'",
-        "DELETE FROM work_jobs WHERE task_id = ?1",
-    ] {
+    for sql in
+        ["DELETE FROM push_jobs WHERE task_id = ?1 AND state != 'queued'", "DELETE FROM work_jobs WHERE task_id = ?1"]
+    {
         conn.prepare_cached(sql).and_then(|mut s| s.execute([task_id])).map_err(|e| db_error("delete a task", e))?;
     }
     Ok(())

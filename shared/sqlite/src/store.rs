@@ -5,10 +5,10 @@
 //! - One task's updates take turns (a lock per task while any is waiting); the tasks written last
 //!   are kept decoded ([`crate::recent`]), so a turn (the runner's load, an update per event, the
 //!   answer) reads no row. The task row's version is checked on every write all the same.
-//! - Limits, eviction and each principal's share follow the memory store's rule, decided in memory
-//!   ([`crate::catalog`]); the tasks that give way are deleted in the transaction that needed the
-//!   room. Interrupted tasks idle past the idle TTL, and finished tasks past the retention, are
-//!   deleted by a sweep once a minute.
+//! - Ids, claims, the ListTasks indexes, the limits and each principal's share (the memory store's
+//!   rule) are kept in memory ([`crate::catalog`]); the tasks that give way are deleted in the
+//!   transaction that needed the room. Interrupted tasks idle past the idle TTL, and finished tasks
+//!   past the retention, are deleted by a sweep once a minute.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,7 +19,7 @@ use parking_lot::Mutex;
 use rusqlite::{params, Connection, OptionalExtension};
 use tokio::sync::Mutex as Turn;
 
-use crate::catalog::{Catalog, Victims};
+use crate::catalog::{Catalog, Entry, Victims};
 use crate::error::db_error;
 use crate::rows::{self, json, parse, Changed, NewTask, Stored, ROW_OVERHEAD};
 use crate::writer::{Readers, Writer};
@@ -103,10 +103,21 @@ impl SqliteStore {
         }
     }
 
+    /// The task's row number, if the store holds it.
+    fn row(&self, task_id: &str) -> Option<i64> {
+        self.catalog.lock().row(task_id)
+    }
+
+    /// The task as committed, read from the file.
+    pub(crate) fn read_file(&self, task_id: &str) -> Result<Option<Stored>> {
+        let Some(row) = self.row(task_id) else { return Ok(None) };
+        self.readers.with(|conn| rows::read(conn, row))
+    }
+
     /// The task as committed: from the recent ones, or read (and then held, if no change of it is
     /// under way: a change puts back what it committed).
     fn read(&self, task_id: &str) -> Result<Option<Stored>> {
-        let Some(stored) = self.readers.with(|conn| rows::read(conn, task_id))? else { return Ok(None) };
+        let Some(stored) = self.read_file(task_id)? else { return Ok(None) };
         if !self.slots.lock().contains_key(task_id) {
             self.recent.lock().put(Arc::from(task_id), stored.clone());
         }
@@ -118,9 +129,8 @@ impl SqliteStore {
         if victims.is_empty() {
             return Ok(());
         }
-        let ids: Vec<String> = victims.iter().map(|(id, _)| id.to_string()).collect();
-        let deleted =
-            self.writer.run("delete tasks", move |conn| ids.iter().try_for_each(|id| rows::delete(conn, id))).await;
+        let doomed = doomed(&victims);
+        let deleted = self.writer.run("delete tasks", move |conn| delete_all(conn, &doomed)).await;
         match deleted {
             Ok(()) => {
                 self.forget(&victims);
@@ -185,7 +195,7 @@ impl SqliteStore {
             let held = self.recent.lock().take(task_id);
             let mut stored = match held {
                 Some(stored) => stored,
-                None => match self.readers.with(|conn| rows::read(conn, task_id))? {
+                None => match self.read_file(task_id)? {
                     Some(stored) => stored,
                     None => return Err(A2aError::task_not_found(task_id)),
                 },
@@ -221,11 +231,11 @@ impl SqliteStore {
                     return Err(e);
                 }
             };
-            let doomed: Vec<String> = victims.iter().map(|(id, _)| id.to_string()).collect();
+            let doomed = doomed(&victims);
             let written = self
                 .writer
                 .run("update", move |conn| {
-                    doomed.iter().try_for_each(|id| rows::delete(conn, id))?;
+                    delete_all(conn, &doomed)?;
                     changed.write(conn)
                 })
                 .await;
@@ -235,7 +245,8 @@ impl SqliteStore {
                     let record = &stored.record;
                     let committed =
                         Committed { events, state: record.state(), version: record.version, has_push: record.has_push };
-                    let expire = self.catalog.lock().moved(rows::placement(record), stored.bytes);
+                    let status_us = rows::micros(record.status_time());
+                    let expire = self.catalog.lock().moved(task_id, record.state(), status_us, stored.bytes);
                     self.recent.lock().put(Arc::from(task_id), stored);
                     if let Some(id) = expire {
                         tracing::debug!(task_id = %id, "a principal's interrupted tasks over their share: the oldest expired");
@@ -260,28 +271,29 @@ impl SqliteStore {
     }
 
     /// Writes a change to a task's push configs, keeping its byte count in step (on the task's slot,
-    /// like every change of the task).
+    /// like every change of the task). `change` gets the task's row number and byte count and returns
+    /// its new byte count (`None`: nothing changed).
     async fn change_config(
         &self,
         task_id: &str,
         what: &'static str,
-        change: impl FnOnce(&Connection, usize) -> Result<Option<usize>> + Send + 'static,
+        change: impl FnOnce(&Connection, i64, usize) -> Result<Option<usize>> + Send + 'static,
     ) -> Result<()> {
         let slot = self.slot(task_id);
         let result = async {
             let _turn = slot.lock().await;
-            let id = task_id.to_string();
+            let Some(row) = self.row(task_id) else { return Ok(None) };
             let bytes = self
                 .writer
                 .run(what, move |conn| {
                     let held: Option<usize> = conn
-                        .prepare_cached("SELECT bytes FROM tasks WHERE id = ?1")
-                        .and_then(|mut s| s.query_row([&id], |r| r.get(0)).optional())
+                        .prepare_cached("SELECT bytes FROM tasks WHERE row = ?1")
+                        .and_then(|mut s| s.query_row([row], |r| r.get(0)).optional())
                         .map_err(|e| db_error("read a task", e))?;
                     let Some(held) = held else { return Ok(None) };
-                    let Some(bytes) = change(conn, held)? else { return Ok(Some(held)) };
-                    conn.prepare_cached("UPDATE tasks SET bytes = ?2 WHERE id = ?1")
-                        .and_then(|mut s| s.execute(params![id, bytes]))
+                    let Some(bytes) = change(conn, row, held)? else { return Ok(Some(held)) };
+                    conn.prepare_cached("UPDATE tasks SET bytes = ?2 WHERE row = ?1")
+                        .and_then(|mut s| s.execute(params![row, bytes]))
                         .map_err(|e| db_error("update a task", e))?;
                     Ok(Some(bytes))
                 })
@@ -297,6 +309,15 @@ impl SqliteStore {
     }
 }
 
+/// What deleting tasks needs of them: row number and id.
+fn doomed(victims: &Victims) -> Vec<(i64, String)> {
+    victims.iter().map(|(id, entry)| (entry.row, id.to_string())).collect()
+}
+
+fn delete_all(conn: &Connection, doomed: &[(i64, String)]) -> Result<()> {
+    doomed.iter().try_for_each(|(row, id)| rows::delete(conn, *row, id))
+}
+
 /// The byte count of a config row.
 fn config_bytes(body: &str) -> usize {
     body.len() + ROW_OVERHEAD
@@ -308,74 +329,81 @@ fn read_config(body: &str, v03: bool) -> Result<TaskPushNotificationConfig> {
     Ok(config)
 }
 
-/// The task `(owner, messageId)` is claimed by.
-fn claim_of(conn: &Connection, owner: &str, message_id: &str) -> Result<Option<String>> {
-    conn.prepare_cached("SELECT task_id FROM claims WHERE owner = ?1 AND message_id = ?2")
-        .and_then(|mut s| s.query_row([owner, message_id], |r| r.get(0)).optional())
-        .map_err(|e| db_error("read a claim", e))
-}
-
 #[async_trait]
 impl TaskStore for SqliteStore {
     async fn create(&self, record: TaskRecord, claim: Option<&MessageClaim>) -> Result<bool> {
         let new = NewTask::encode(record, claim.map(|c| c.message_id.clone()))?;
-        let placement = rows::placement(&new.stored().record);
+        let mut placement = rows::placement(&new.stored().record);
         let id = placement.key.1.clone();
         let size = new.stored().bytes;
-        let victims = {
+        // Booked in memory first, in one step: the id, the claim, the room.
+        let (row, moved, previous_row, victims) = {
             let mut catalog = self.catalog.lock();
-            if catalog.contains(&id) {
+            if catalog.get(&id).is_some() {
                 return Ok(false);
             }
-            let victims = if placement.state.is_terminal() {
-                catalog.make_room_for_finished(size)?
+            let moved = match claim {
+                Some(c) => {
+                    let owner: Arc<str> = Arc::from(c.owner.as_str());
+                    match catalog.take_claim(&owner, &c.message_id, c.replaces.as_deref(), &id) {
+                        Some(moved) => Some(moved),
+                        None => return Ok(false),
+                    }
+                }
+                None => None,
+            };
+            let room = if placement.state.is_terminal() {
+                catalog.make_room_for_finished(size)
             } else {
                 let owner = placement.owner.clone();
-                catalog.make_room(&owner, true, size, None, "a new task")?
+                catalog.make_room(&owner, true, size, None, "a new task")
             };
-            catalog.insert(placement, size);
-            victims
+            let victims = match room {
+                Ok(victims) => victims,
+                Err(e) => {
+                    if let Some(moved) = moved {
+                        catalog.restore_claim(moved);
+                    }
+                    return Err(e);
+                }
+            };
+            let previous_row = moved.as_ref().and_then(|m| m.previous.as_deref()).and_then(|p| catalog.row(p));
+            let row = catalog.next_row();
+            placement.key.1 = id.clone();
+            let claim = moved.as_ref().map(|m| m.message_id.clone());
+            catalog.insert(Entry { row, placement, bytes: size, claim });
+            (row, moved, previous_row, victims)
         };
-        let doomed: Vec<String> = victims.iter().map(|(id, _)| id.to_string()).collect();
-        let claim = claim.cloned();
+        let doomed = doomed(&victims);
         let mut stored = new.stored().clone();
         let created = self
             .writer
             .run("create", move |conn| {
-                doomed.iter().try_for_each(|id| rows::delete(conn, id))?;
-                if let Some(c) = &claim {
-                    if claim_of(conn, &c.owner, &c.message_id)? != c.replaces {
-                        return Ok(None);
-                    }
+                delete_all(conn, &doomed)?;
+                new.insert(conn, row)?;
+                if let Some(previous) = previous_row {
+                    // The claim moved on: deleting the task it left must not take it along.
+                    conn.prepare_cached("UPDATE tasks SET claim = NULL WHERE row = ?1")
+                        .and_then(|mut s| s.execute([previous]))
+                        .map_err(|e| db_error("claim a message", e))?;
                 }
-                let Some(row) = new.insert(conn)? else { return Ok(None) };
-                if let Some(c) = &claim {
-                    conn.prepare_cached(
-                        "INSERT INTO claims (owner, message_id, task_id) VALUES (?1, ?2, ?3)
-                         ON CONFLICT (owner, message_id) DO UPDATE SET task_id = excluded.task_id",
-                    )
-                    .and_then(|mut s| s.execute([&c.owner, &c.message_id, &new.stored().record.task.id]))
-                    .map_err(|e| db_error("claim a message", e))?;
-                }
-                Ok(Some(row))
+                Ok(())
             })
             .await;
         match created {
-            Ok(Some(row)) => {
+            Ok(()) => {
                 self.forget(&victims);
                 // Its turn comes next: the runner finds it here.
                 stored.row = row;
                 self.recent.lock().put(id, stored);
                 Ok(true)
             }
-            Ok(None) => {
-                self.forget(&victims);
-                self.catalog.lock().remove(&id);
-                Ok(false)
-            }
             Err(e) => {
                 let mut catalog = self.catalog.lock();
                 catalog.remove(&id);
+                if let Some(moved) = moved {
+                    catalog.restore_claim(moved);
+                }
                 catalog.put_back(victims);
                 Err(e)
             }
@@ -383,7 +411,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn claimed_task(&self, owner: &str, message_id: &str) -> Result<Option<String>> {
-        self.readers.with(|conn| claim_of(conn, owner, message_id))
+        Ok(self.catalog.lock().claimed(owner, message_id).map(|id| id.to_string()))
     }
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {
@@ -401,22 +429,27 @@ impl TaskStore for SqliteStore {
     }
 
     async fn events_after(&self, task_id: &str, after: u64) -> Result<Vec<EventRecord>> {
-        self.readers.with(|conn| rows::events_after(conn, task_id, after))
+        // A task written last is held as committed: nothing after its last event means no read (a
+        // stream that opens on a new task, a blocking SendMessage).
+        if self.recent.lock().last_seq(task_id).is_some_and(|last| last <= after) {
+            return Ok(Vec::new());
+        }
+        let Some(row) = self.row(task_id) else { return Ok(Vec::new()) };
+        self.readers.with(|conn| rows::events_after(conn, row, after))
     }
 
     async fn event(&self, task_id: &str, seq: u64) -> Result<Option<EventRecord>> {
+        let Some(row) = self.row(task_id) else { return Ok(None) };
         let body: Option<String> = self.readers.with(|conn| {
-            conn.prepare_cached(
-                "SELECT body FROM events WHERE task = (SELECT row FROM tasks WHERE id = ?1) AND seq = ?2",
-            )
-            .and_then(|mut s| s.query_row(params![task_id, seq], |r| r.get(0)).optional())
-            .map_err(|e| db_error("read an event", e))
+            conn.prepare_cached("SELECT body FROM events WHERE task = ?1 AND seq = ?2")
+                .and_then(|mut s| s.query_row(params![row, seq], |r| r.get(0)).optional())
+                .map_err(|e| db_error("read an event", e))
         })?;
         body.map(|b| Ok(EventRecord { seq, event: parse(&b)? })).transpose()
     }
 
     async fn list(&self, query: &TaskQuery) -> Result<TaskPage> {
-        crate::list::page(&self.readers, &self.tokens, query)
+        crate::list::page(&self.catalog, &self.readers, &self.tokens, query)
     }
 
     async fn hydrate(&self, record: TaskRecord) -> Result<TaskRecord> {
@@ -430,18 +463,18 @@ impl PushConfigStore for SqliteStore {
         let task_id = config.task_id.clone();
         let body = json(&config)?;
         let v03 = config.v03_payloads;
-        self.change_config(&task_id, "put a push config", move |conn, bytes| {
+        self.change_config(&task_id, "put a push config", move |conn, row, bytes| {
             let old: Option<String> = conn
-                .prepare_cached("SELECT body FROM push_configs WHERE task_id = ?1 AND id = ?2")
-                .and_then(|mut s| s.query_row([&config.task_id, &config.id], |r| r.get(0)).optional())
+                .prepare_cached("SELECT body FROM push_configs WHERE task = ?1 AND id = ?2")
+                .and_then(|mut s| s.query_row(params![row, config.id], |r| r.get(0)).optional())
                 .map_err(|e| db_error("read a push config", e))?;
             // A new config is owed the events after this one; a replaced one keeps its place.
             conn.prepare_cached(
-                "INSERT INTO push_configs (task_id, id, body, v03, from_seq)
-                 VALUES (?1, ?2, ?3, ?4, (SELECT last_seq FROM tasks WHERE id = ?1))
-                 ON CONFLICT (task_id, id) DO UPDATE SET body = excluded.body, v03 = excluded.v03",
+                "INSERT INTO push_configs (task, id, body, v03, from_seq)
+                 VALUES (?1, ?2, ?3, ?4, (SELECT last_seq FROM tasks WHERE row = ?1))
+                 ON CONFLICT (task, id) DO UPDATE SET body = excluded.body, v03 = excluded.v03",
             )
-            .and_then(|mut s| s.execute(params![config.task_id, config.id, body, v03]))
+            .and_then(|mut s| s.execute(params![row, config.id, body, v03]))
             .map_err(|e| db_error("put a push config", e))?;
             Ok(Some(bytes + config_bytes(&body) - old.as_deref().map_or(0, config_bytes)))
         })
@@ -449,21 +482,23 @@ impl PushConfigStore for SqliteStore {
     }
 
     async fn get(&self, task_id: &str, id: &str) -> Result<Option<TaskPushNotificationConfig>> {
-        let row: Option<(String, bool)> = self.readers.with(|conn| {
-            conn.prepare_cached("SELECT body, v03 FROM push_configs WHERE task_id = ?1 AND id = ?2")
-                .and_then(|mut s| s.query_row([task_id, id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+        let Some(row) = self.row(task_id) else { return Ok(None) };
+        let held: Option<(String, bool)> = self.readers.with(|conn| {
+            conn.prepare_cached("SELECT body, v03 FROM push_configs WHERE task = ?1 AND id = ?2")
+                .and_then(|mut s| s.query_row(params![row, id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
                 .map_err(|e| db_error("read a push config", e))
         })?;
-        row.map(|(body, v03)| read_config(&body, v03)).transpose()
+        held.map(|(body, v03)| read_config(&body, v03)).transpose()
     }
 
     async fn list(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>> {
+        let Some(row) = self.row(task_id) else { return Ok(Vec::new()) };
         let rows: Vec<(String, bool)> = self.readers.with(|conn| {
             let mut select = conn
-                .prepare_cached("SELECT body, v03 FROM push_configs WHERE task_id = ?1 ORDER BY id")
+                .prepare_cached("SELECT body, v03 FROM push_configs WHERE task = ?1 ORDER BY id")
                 .map_err(|e| db_error("read push configs", e))?;
             let rows = select
-                .query_map([task_id], |r| Ok((r.get(0)?, r.get(1)?)))
+                .query_map([row], |r| Ok((r.get(0)?, r.get(1)?)))
                 .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
                 .map_err(|e| db_error("read push configs", e))?;
             Ok(rows)
@@ -472,12 +507,12 @@ impl PushConfigStore for SqliteStore {
     }
 
     async fn delete(&self, task_id: &str, id: &str) -> Result<()> {
-        let (task, config_id) = (task_id.to_string(), id.to_string());
+        let config_id = id.to_string();
         let deleted = self
-            .change_config(task_id, "delete a push config", move |conn, bytes| {
+            .change_config(task_id, "delete a push config", move |conn, row, bytes| {
                 let old: Option<String> = conn
-                    .prepare_cached("DELETE FROM push_configs WHERE task_id = ?1 AND id = ?2 RETURNING body")
-                    .and_then(|mut s| s.query_row([&task, &config_id], |r| r.get(0)).optional())
+                    .prepare_cached("DELETE FROM push_configs WHERE task = ?1 AND id = ?2 RETURNING body")
+                    .and_then(|mut s| s.query_row(params![row, config_id], |r| r.get(0)).optional())
                     .map_err(|e| db_error("delete a push config", e))?;
                 Ok(old.map(|old| bytes.saturating_sub(config_bytes(&old))))
             })

@@ -106,7 +106,7 @@ impl SqliteWorkQueue {
         };
         let mut handed = 0;
         for task_id in on_a_turn {
-            let Some(stored) = self.store.readers.with(|conn| crate::rows::read(conn, &task_id))? else { continue };
+            let Some(stored) = self.store.read_file(&task_id)? else { continue };
             let record = stored.record;
             let previous = held
                 .remove(task_id.as_ref())

@@ -388,6 +388,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "oidc")] // bearer settings build only with the OpenID Connect verifier
     fn settings_from_the_environment() {
         let vars: HashMap<&str, &str> = [
             ("A2A_API_KEYS", "ops:k"),
@@ -407,6 +408,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg(feature = "oidc")]
     fn scope_settings_are_checked_at_start() {
         let bad = AuthSettings {
             api_keys: Some("a:k".into()),

@@ -2,7 +2,6 @@
 //! broadcast hub, and (with the `runtime` feature) an in-process work queue and a delaying push
 //! queue.
 
-mod index;
 mod log;
 mod store;
 

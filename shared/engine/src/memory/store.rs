@@ -21,11 +21,11 @@ use async_trait::async_trait;
 use chrono::Utc;
 use parking_lot::{Mutex, RwLock};
 
-use super::index::{ListIndex, Scan};
 use super::log::EventLog;
-use crate::admission::{self, Key, Occupancy, OverShare, Placement, Shares, StoreLimits, SMALL_EVENT};
+use crate::admission::{self, Occupancy, OverShare, Placement, Shares, StoreLimits, SMALL_EVENT};
 use crate::page_token::PageTokens;
 use crate::ports::*;
+use crate::task_index::{open_cursor, seal_cursor, ListIndex, Scan};
 use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::types::size::{config_size, task_size};
 use a2a_protocol::types::{Task, TaskPushNotificationConfig};
@@ -311,23 +311,6 @@ impl MemoryStore {
         };
         TaskRecord { task, owner: r.owner.clone(), turn: r.turn.clone(), ..*r }
     }
-
-    fn encode_cursor(&self, key: &Key, total: usize) -> String {
-        self.tokens.seal(format!("{}|{total}|{}", key.0, key.1).as_bytes())
-    }
-
-    fn decode_cursor(&self, token: &str) -> Result<Option<(Key, usize)>> {
-        if token.is_empty() {
-            return Ok(None);
-        }
-        let bad = || A2aError::invalid_field("pageToken", "is malformed");
-        let payload = String::from_utf8(self.tokens.open(token)?).map_err(|_| bad())?;
-        let mut it = payload.splitn(3, '|');
-        let (Some(t), Some(total), Some(id)) = (it.next(), it.next(), it.next()) else { return Err(bad()) };
-        let t: i64 = t.parse().map_err(|_| bad())?;
-        let total: usize = total.parse().map_err(|_| bad())?;
-        Ok(Some(((t, Arc::from(id)), total)))
-    }
 }
 
 #[async_trait]
@@ -427,7 +410,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn list(&self, query: &TaskQuery) -> Result<TaskPage> {
-        let cursor = self.decode_cursor(&query.page_token)?;
+        let cursor = open_cursor(&self.tokens, &query.page_token)?;
         let scan = Scan {
             owner: &query.owner,
             context: query.context_id.as_deref(),
@@ -442,7 +425,7 @@ impl TaskStore for MemoryStore {
         let more = keys.len() > query.page_size;
         keys.truncate(query.page_size);
         let next_page_token = match (more, keys.last()) {
-            (true, Some(last)) => self.encode_cursor(last, total_size),
+            (true, Some(last)) => seal_cursor(&self.tokens, last, total_size),
             _ => String::new(),
         };
         let records =

@@ -1,5 +1,6 @@
-//! The ListTasks indexes of the memory store: for each owner, the owner's tasks ordered by status
-//! time (then id), also per state, per context, and per context and state. A page is a range walk
+//! The ListTasks indexes of the embedded stores (memory, SQLite), kept in memory: for each owner,
+//! the owner's tasks ordered by status time (then id), also per state, per context, and per context
+//! and state. A page is a range walk
 //! of the one set that matches the filters: O(page), whatever the number of tasks; the count of a
 //! first page is the set's size (O(1)), or, with `statusTimestampAfter`, a walk of the keys after it.
 
@@ -11,6 +12,29 @@ use std::sync::Arc;
 use a2a_protocol::types::TaskState;
 
 pub use crate::admission::{Key, Placement};
+
+use crate::page_token::PageTokens;
+use a2a_protocol::error::{A2aError, Result};
+
+/// The page token of the page after `key`: its position and the total counted on the first page,
+/// sealed (opaque and tamper-evident).
+pub fn seal_cursor(tokens: &PageTokens, key: &Key, total: usize) -> String {
+    tokens.seal(format!("{}|{total}|{}", key.0, key.1).as_bytes())
+}
+
+/// The position and total a page token carries (`None` for the first page, `""`).
+pub fn open_cursor(tokens: &PageTokens, token: &str) -> Result<Option<(Key, usize)>> {
+    if token.is_empty() {
+        return Ok(None);
+    }
+    let bad = || A2aError::invalid_field("pageToken", "is malformed");
+    let payload = String::from_utf8(tokens.open(token)?).map_err(|_| bad())?;
+    let mut it = payload.splitn(3, '|');
+    let (Some(t), Some(total), Some(id)) = (it.next(), it.next(), it.next()) else { return Err(bad()) };
+    let t: i64 = t.parse().map_err(|_| bad())?;
+    let total: usize = total.parse().map_err(|_| bad())?;
+    Ok(Some(((t, Arc::from(id)), total)))
+}
 
 /// What a page asks for.
 #[derive(Debug, Clone)]
