@@ -1,7 +1,7 @@
 """An agent for the crash tests, behind the HTTP agent contract (docs/agent-http.md): it answers a
 message with one artifact streamed word by word (WORD_DELAY apart) and logs each run it is given,
 as one JSON line `{"run": ..., "attempt": ..., "task": ...}`, to the file named by its second
-argument. It outlives the a2a-local processes the tests kill, so it sees every delivery."""
+argument; the message "poison" makes it fail (HTTP 500) every time. It outlives the a2a-local processes the tests kill, so it sees every delivery."""
 import json
 import os
 import sys
@@ -27,11 +27,16 @@ class Handler(BaseHTTPRequestHandler):
         run = request["run"]
         with LOCK:
             LOG.write(json.dumps({"run": run["id"], "attempt": run["attempt"], "task": request["task"]["id"]}) + "\n")
+        text = " ".join(p.get("text", "") for p in request["message"]["parts"]).split()
+        if text == ["poison"]:  # a message this agent crashes on, every time
+            self.send_response(500)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
         self.send_response(200)
         self.send_header("Content-Type", "application/x-ndjson")
         self.send_header("Connection", "close")
         self.end_headers()
-        text = " ".join(p.get("text", "") for p in request["message"]["parts"]).split()
         events = [{"statusUpdate": {"status": {"state": "TASK_STATE_WORKING"}}}]
         for i, word in enumerate(text):
             chunk = {"artifactId": "answer", "parts": [{"text": word if i == 0 else " " + word}]}

@@ -1,4 +1,4 @@
-"""moto_server with two changes that make it behave like AWS where the tests need it.
+"""moto_server with three changes that make it behave like AWS where the tests need it.
 
 1. DynamoDB requests are served one at a time.
 
@@ -12,17 +12,25 @@ concurrent.
 KMS signs the given SHA-256 digest as prehashed, which is how a2a-local signs a card whose signing
 input is over KMS's 4096-byte RAW limit. (KMS also checks the digest's length: so does this.)
 
+3. A receive from a FIFO queue never hands out a message whose group has one in flight.
+moto checks the groups in flight as they stood when a ReceiveMessage began, without a lock, so two
+concurrent receives can take two messages of one group (a webhook's second event delivered while
+its first is still being retried). SQS keeps a group's messages in order for any number of
+consumers. Each receive is made atomic here; its long poll waits outside the lock.
+
 Usage: python serve.py HOST PORT
 """
 
 import sys
 import threading
+import time
 
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import Prehashed
 from moto.kms import responses as kms_responses
 from moto.kms import utils as kms_utils
 from moto.moto_server.threaded_moto_server import MotoRequestHandler
+from moto.sqs import models as sqs_models
 from moto.server import DomainDispatcherApplication, create_backend_app
 from werkzeug.serving import run_simple
 
@@ -89,6 +97,25 @@ def rsa_sign(original):
 kms_responses.KmsResponse.sign = sign_response(kms_responses.KmsResponse.sign)
 kms_utils.ECDSAPrivateKey.sign = ecdsa_sign(kms_utils.ECDSAPrivateKey.sign)
 kms_utils.RSAPrivateKey.sign = rsa_sign(kms_utils.RSAPrivateKey.sign)
+
+
+SQS_RECEIVE_LOCK = threading.Lock()
+
+
+def atomic_receive(original):
+    def receive(self, queue_name, count, wait_seconds_timeout, visibility_timeout, message_attribute_names=None):
+        deadline = time.monotonic() + (wait_seconds_timeout or 0)
+        while True:  # bounded: the long poll's wait (at most 20 s)
+            with SQS_RECEIVE_LOCK:
+                got = original(self, queue_name, count, 0, visibility_timeout, message_attribute_names)
+            if got or time.monotonic() >= deadline:
+                return got
+            time.sleep(0.02)
+
+    return receive
+
+
+sqs_models.SQSBackend.receive_message = atomic_receive(sqs_models.SQSBackend.receive_message)
 
 
 def main():

@@ -93,10 +93,14 @@ fn parse<T: serde::de::DeserializeOwned>(raw: &str) -> Result<T> {
     serde_json::from_str(raw).map_err(|e| A2aError::internal(format!("stored item does not decode: {e}")))
 }
 
-fn dynamo_err(what: &str, e: impl std::fmt::Debug) -> A2aError {
-    let text = format!("{e:?}");
-    tracing::error!(operation = what, error = %text, "DynamoDB request failed");
-    A2aError::internal(format!("storage unavailable ({what})"))
+fn dynamo_err<E>(
+    what: &str,
+    e: aws_sdk_dynamodb::error::SdkError<E, aws_sdk_dynamodb::config::http::HttpResponse>,
+) -> A2aError
+where
+    E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::fmt::Debug,
+{
+    crate::failure::call_failed("storage", what, e)
 }
 
 fn millis(t: DateTime<Utc>) -> i64 {
@@ -325,7 +329,21 @@ impl DynamoStore {
         Ok(resp.item().cloned())
     }
 
-    async fn transact(&self, puts: Vec<(Item, Option<(String, Item)>)>) -> std::result::Result<(), Conflict> {
+    /// Writes `puts` in one transaction, each with its condition. The task item among them (`SK`
+    /// `A`) is stamped with a write id, which is also the call's idempotency token: if an answer is
+    /// lost and the SDK sends the call again, DynamoDB answers the repeat with success without
+    /// applying it twice, and where the token is not honoured (a repeat after its 10 minutes, a
+    /// stand-in of DynamoDB) a condition that fails on our own write is recognised by its stamp.
+    /// So a write is applied once and reported as done, never applied again on a re-read.
+    async fn transact(&self, mut puts: Vec<(Item, Option<(String, Item)>)>) -> std::result::Result<(), Conflict> {
+        let write_id = uuid::Uuid::new_v4().to_string();
+        let mut task_pk = None;
+        for (item, _) in &mut puts {
+            if matches!(item.get("SK"), Some(AttributeValue::S(k)) if k == "A") {
+                task_pk = item.get("PK").and_then(|v| v.as_s().ok()).cloned();
+                item.insert(WRITE_ID.into(), s(&write_id));
+            }
+        }
         let sizes: Vec<usize> = puts.iter().map(|(i, _)| item_size(i)).collect();
         let metas: Vec<usize> = puts
             .iter()
@@ -349,6 +367,7 @@ impl DynamoStore {
             .client
             .transact_write_items()
             .set_transact_items(Some(items))
+            .client_request_token(&write_id)
             .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .send()
             .await;
@@ -366,6 +385,15 @@ impl DynamoStore {
                     _ => false,
                 };
                 if conflict {
+                    // Lost to another writer, or to our own first try whose answer was lost.
+                    if let Some(pk) = task_pk {
+                        let stamp = self.get_item(pk, "A".into()).await.map_err(Conflict::Failed)?;
+                        let ours = stamp.as_ref().and_then(|i| i.get(WRITE_ID)).and_then(|v| v.as_s().ok());
+                        if ours == Some(&write_id) {
+                            tracing::debug!("a write whose answer was lost had been applied");
+                            return Ok(());
+                        }
+                    }
                     Err(Conflict::Lost)
                 } else {
                     Err(Conflict::Failed(dynamo_err("TransactWriteItems", e)))
@@ -380,6 +408,9 @@ enum Read {
     /// The Query saw the task item of a commit but not all of that commit's items yet.
     Torn,
 }
+
+/// The task item's attribute holding the id of the write that put it there (see `transact`).
+const WRITE_ID: &str = "w";
 
 enum Conflict {
     /// The condition failed: someone else wrote first.

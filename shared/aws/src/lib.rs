@@ -6,6 +6,7 @@
 //! through aws-config.
 
 mod dynamo;
+mod failure;
 pub mod kms;
 #[cfg(feature = "lambda")]
 pub mod lambda;

@@ -45,10 +45,11 @@ use a2a_telemetry::TraceContext;
 /// `messaging.system` of SQS (OpenTelemetry's name).
 pub const SQS: &str = "aws_sqs";
 
-fn sqs_err(what: &str, e: impl std::fmt::Debug) -> A2aError {
-    let text = format!("{e:?}");
-    tracing::error!(operation = what, error = %text, "SQS request failed");
-    A2aError::internal(format!("queue unavailable ({what})"))
+fn sqs_err<E>(what: &str, e: aws_sdk_sqs::error::SdkError<E, aws_sdk_sqs::config::http::HttpResponse>) -> A2aError
+where
+    E: aws_sdk_sqs::error::ProvideErrorMetadata + std::fmt::Debug,
+{
+    crate::failure::call_failed("queue", what, e)
 }
 
 /// Sends the current span's trace context with a message: `traceparent` / `tracestate` message
