@@ -6,6 +6,26 @@ import time
 import httpx
 
 
+# Where each variable the suites need comes from, for the message when it is missing.
+SET_BY = {
+    "A2A_LOCAL_BIN": "run through scripts/test",
+    "A2A_BIN": "run through scripts/test",
+    "AWS_ENDPOINT_URL": "scripts/test starts moto",
+}
+
+
+def required(name):
+    """The environment variable `name`; the test fails, saying where it comes from, when it is unset."""
+    import os
+
+    import pytest
+
+    value = os.environ.get(name)
+    if not value:
+        pytest.fail(f"{name} is not set ({SET_BY.get(name, 'see docs/testing.md')})")
+    return value
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -12,21 +12,16 @@ import sys
 from contextlib import closing
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from load import Load, check, message, rpc, start_agent  # noqa: E402
-from support import free_port, stop, wait_ready, webhook_receiver  # noqa: E402
+from support import free_port, required, stop, wait_ready, webhook_receiver  # noqa: E402
 
 ROUNDS = int(os.environ.get("CRASH_ROUNDS", "6"))
 
 
 def binary():
-    path = os.environ.get("A2A_LOCAL_BIN")
-    if not path:
-        pytest.fail("A2A_LOCAL_BIN is not set (run through scripts/test)")
-    return path
+    return required("A2A_LOCAL_BIN")
 
 
 def start_local(data_dir, agent_url, log, extra=()):

@@ -15,7 +15,7 @@ sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE.parent / "crash"))
 sys.path.insert(0, str(HERE))
 from proxy import FaultProxy  # noqa: E402
-from support import free_port, wait_ready  # noqa: E402
+from support import free_port, required, wait_ready  # noqa: E402
 
 # A received job stays invisible this long; heartbeats renew it every third of it. Short, so that a
 # job whose runner was killed comes back within seconds.
@@ -23,10 +23,7 @@ VISIBILITY_SECONDS = "3"
 
 
 def moto_url():
-    url = os.environ.get("AWS_ENDPOINT_URL")
-    if not url:
-        pytest.fail("AWS_ENDPOINT_URL is not set: start moto first (scripts/test does)")
-    return url
+    return required("AWS_ENDPOINT_URL")
 
 
 @pytest.fixture
@@ -81,9 +78,7 @@ class Aws:
 def aws_host(proxy, tmp_path):
     """Starts a2a-local on the AWS store behind the proxy: `start(*args) -> (base, process)`; all
     processes one fixture starts share one table and its queues (`.aws`)."""
-    binary = os.environ.get("A2A_LOCAL_BIN")
-    if not binary:
-        pytest.fail("A2A_LOCAL_BIN is not set (run through scripts/test)")
+    binary = required("A2A_LOCAL_BIN")
     table = f"faults-{uuid.uuid4().hex[:10]}"
     logs = Path(os.environ.get("A2A_TEST_LOGS", tmp_path))
     log = open(logs / "faults-a2a-local.log", "a")

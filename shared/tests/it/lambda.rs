@@ -52,6 +52,8 @@ pub(crate) struct World {
     pub(crate) runner: Deps,
     pub(crate) sqs: aws_sdk_sqs::Client,
     pub(crate) work_url: String,
+    /// What the functions were configured with (another "sandbox" builds its own Deps from it).
+    pub(crate) settings: LambdaSettings,
 }
 
 pub(crate) async fn world(webhook: &str) -> World {
@@ -107,8 +109,8 @@ async fn world_from(
         card_signing_kms,
     };
     let http = Deps::new(settings.clone(), None).await.unwrap();
-    let runner = Deps::new(settings, Some(executor)).await.unwrap();
-    World { http, runner, sqs, work_url }
+    let runner = Deps::new(settings.clone(), Some(executor)).await.unwrap();
+    World { http, runner, sqs, work_url, settings }
 }
 
 /// The event the SQS event source mapping would hand a function for these received messages (with
@@ -345,6 +347,96 @@ async fn the_task_runner_calls_an_agent_over_http() {
     assert_eq!(request["run"]["id"], format!("{TASK_ID}/0"));
     assert_eq!(request["message"]["messageId"], "fixture-message-1");
     assert_eq!(request["task"]["history"].as_array().unwrap().len(), 1);
+}
+
+/// An agent that says it is working, then takes a minute (longer than any deadline here).
+struct Slow(Arc<std::sync::atomic::AtomicUsize>);
+
+#[async_trait::async_trait]
+impl AgentExecutor for Slow {
+    async fn execute(
+        &self,
+        _: a2a::executor::RequestContext,
+        events: a2a::executor::EventSink,
+    ) -> Result<(), a2a::executor::AgentError> {
+        self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        events.working(None).await?;
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        events.complete_with_text("too late").await?;
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runner_that_reaches_its_deadline_mid_run_fails_the_task_cleanly_on_redelivery() {
+    if !common::aws_available() {
+        return;
+    }
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let w = world_running("127.0.0.1/32", 3, Arc::new(Slow(runs.clone()))).await;
+    let (s, v) = call(&w.http, Endpoint::Operation(Operation::SendMessage), "apigw-v2_send-message_ok.json").await;
+    assert_eq!(s, 200, "{v}");
+
+    // The first invocation runs in a sandbox of its own (a runtime) that the deadline ends: Lambda
+    // stops the process at the deadline, its heartbeats included, without a word to the handler.
+    let (settings, sqs, url, counter) = (w.settings.clone(), w.sqs.clone(), w.work_url.clone(), runs.clone());
+    let receipt = std::thread::spawn(move || {
+        let sandbox = tokio::runtime::Runtime::new().unwrap();
+        let receipt = sandbox.block_on(async {
+            let deps = Deps::new(settings, Some(Arc::new(Slow(counter)))).await.unwrap();
+            for _ in 0..10 {
+                let got = sqs
+                    .receive_message()
+                    .queue_url(&url)
+                    .wait_time_seconds(1)
+                    .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+                    .send()
+                    .await
+                    .unwrap();
+                if got.messages().is_empty() {
+                    continue;
+                }
+                let receipt = got.messages()[0].receipt_handle().unwrap().to_string();
+                let runner = deps.runner.clone().unwrap();
+                let handled = run_tasks(&deps, &runner, sqs_event(got.messages(), false));
+                let deadline = tokio::time::timeout(Duration::from_secs(2), handled).await;
+                assert!(deadline.is_err(), "the slow agent finished before the deadline");
+                return receipt;
+            }
+            panic!("the job never arrived");
+        });
+        sandbox.shutdown_background();
+        receipt
+    })
+    .join()
+    .unwrap();
+    let (_, task) = call(&w.http, Endpoint::Operation(Operation::GetTask), "apigw-v2_get-task_ok.json").await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_WORKING", "{task}");
+
+    // Its visibility runs out (here at once): SQS hands the job out again, with a higher receive
+    // count, to a runner that finds the turn cut off and fails it with the reason, without running
+    // the agent a second time.
+    w.sqs
+        .change_message_visibility()
+        .queue_url(&w.work_url)
+        .receipt_handle(receipt)
+        .visibility_timeout(0)
+        .send()
+        .await
+        .unwrap();
+    let mut handled = 0;
+    for _ in 0..10 {
+        handled += pump(&w).await;
+        if handled > 0 {
+            break;
+        }
+    }
+    assert_eq!(handled, 1);
+    let (_, task) = call(&w.http, Endpoint::Operation(Operation::GetTask), "apigw-v2_get-task_ok.json").await;
+    assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
+    let why = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(why.contains("interrupted"), "{why}");
+    assert_eq!(runs.load(std::sync::atomic::Ordering::SeqCst), 1, "the agent ran once");
 }
 
 /// Plays the push queue's event source mapping for `rounds` receives: each batch goes to the
