@@ -298,7 +298,11 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
         webhooks: Arc::new(DnsPolicy { allow: config.webhook_allow }),
     };
     let engine = Arc::new(Engine::new(ports, card, config.engine));
-    let runner = Arc::new(Runner::new(engine.clone(), config.executor));
+    let runner = Runner::new(engine.clone(), config.executor);
+    // SQS may hand one job to two consumers at once: runners on it claim each turn first.
+    #[cfg(feature = "aws")]
+    let runner = if wiring.dynamo.is_some() { runner.claiming_turns() } else { runner };
+    let runner = Arc::new(runner);
     let push = (wiring.consumers)(runner.clone(), deliverer);
     let service = Arc::new(Service::new(engine.clone(), config.limits));
     Ok(Embedded {

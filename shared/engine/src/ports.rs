@@ -39,6 +39,17 @@ pub struct TaskRecord {
 pub struct TurnKey {
     pub message_id: String,
     pub fingerprint: String,
+    /// The run that took this turn, where runners claim turns before starting the agent (a queue
+    /// that may hand one job to two consumers at once: see [`crate::runner::Runner::claiming_turns`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+}
+
+impl TurnKey {
+    /// Whether `other` names the same request (the claim aside).
+    pub fn same_request(&self, other: &TurnKey) -> bool {
+        self.message_id == other.message_id && self.fingerprint == other.fingerprint
+    }
 }
 
 /// A new task's claim on its first message: `(owner, messageId)` points at the task, so that a

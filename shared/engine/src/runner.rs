@@ -11,6 +11,8 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use a2a_protocol::error::A2aError;
+
 use crate::auth::Principal;
 use crate::engine::{AgentEvent, Engine};
 use crate::executor::{AgentError, AgentExecutor, EventSink, RequestContext};
@@ -36,11 +38,21 @@ pub struct Runner {
     engine: Arc<Engine>,
     executor: Arc<dyn AgentExecutor>,
     running: Mutex<HashMap<String, CancellationToken>>,
+    claim_turns: bool,
 }
 
 impl Runner {
     pub fn new(engine: Arc<Engine>, executor: Arc<dyn AgentExecutor>) -> Self {
-        Self { engine, executor, running: Mutex::new(HashMap::new()) }
+        Self { engine, executor, running: Mutex::new(HashMap::new()), claim_turns: false }
+    }
+
+    /// A runner fed by a queue that may hand one job to two consumers at once (SQS delivers at
+    /// least once): before starting the agent it claims the turn with a conditional write, so one
+    /// of two runners given the same turn runs it and the other lets it be. In-process queues hand a
+    /// job to one runner and skip this write.
+    pub fn claiming_turns(mut self) -> Self {
+        self.claim_turns = true;
+        self
     }
 
     /// Handles one job to the end. Redelivered or stale jobs are no-ops.
@@ -76,7 +88,8 @@ impl Runner {
             tracing::warn!(task_id, "execute job for an unknown task dropped");
             return Ok(());
         };
-        if attempt > 1 && rec.state() == TaskState::Working && !self.is_running(task_id) {
+        let claimed = rec.turn.as_ref().is_some_and(|t| t.claimed_by.is_some());
+        if attempt > 1 && (rec.state() == TaskState::Working || claimed) && !self.is_running(task_id) {
             tracing::error!(task_id, attempt, "the previous run of this task was interrupted; the task fails");
             let why = "the agent's run was interrupted (the server running it stopped mid-turn) and is not run twice; send the message again to retry";
             return self.close_turn(task_id, TaskState::Failed, Some(why.into())).await;
@@ -106,6 +119,10 @@ impl Runner {
         if rec.cancel_requested {
             // Canceled before it ever ran: do not start the agent at all.
             return self.close_turn(task_id, TaskState::Canceled, None).await;
+        }
+        if self.claim_turns && !self.claim(task_id, run.turn).await? {
+            tracing::debug!(task_id, turn = run.turn, "another runner took this turn");
+            return Ok(());
         }
         let cancel = CancellationToken::new();
         self.running.lock().insert(task_id.to_string(), cancel.clone());
@@ -139,6 +156,34 @@ impl Runner {
         spans::turn_ended(&span, ended, failed, events, chunks);
         span.in_scope(|| tracing::debug!(task_id, state = ended, events, chunks, "turn ended"));
         result
+    }
+
+    /// Claims `turn` of the task for a run of this process: false when another run has it, or
+    /// the task moved on meanwhile.
+    async fn claim(&self, task_id: &str, turn: u64) -> Result<bool> {
+        let run = uuid::Uuid::new_v4().to_string();
+        let claimed = self
+            .engine
+            .store
+            .update(task_id, 0, &|rec| {
+                let taken = || A2aError::unsupported("the turn was taken by another run");
+                if rec.state() != TaskState::Submitted || rec.last_seq != turn {
+                    return Err(taken());
+                }
+                match rec.turn.as_mut() {
+                    Some(key) if key.claimed_by.is_none() => {
+                        key.claimed_by = Some(run.clone());
+                        Ok(Vec::new())
+                    }
+                    _ => Err(taken()),
+                }
+            })
+            .await;
+        match claimed {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind == a2a_protocol::error::ErrorKind::UnsupportedOperation => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 
     /// Runs the executor, then records the ending the executor did not record itself.

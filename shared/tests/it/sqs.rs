@@ -124,6 +124,54 @@ async fn duplicates_and_redeliveries_run_the_agent_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_runners_given_one_job_at_once_run_the_agent_once() {
+    if !common::aws_available() {
+        return;
+    }
+    use a2a::ports::{TaskRecord, TurnKey};
+    use a2a::types::{Message, Task, TaskState, TaskStatus};
+    let runs = Arc::new(AtomicUsize::new(0));
+    let table = format!("twice-{}", uuid::Uuid::new_v4().simple());
+    let a = aws_agent(&table, Arc::new(Counting(runs.clone())), 3).await;
+    let b = aws_agent(&table, Arc::new(Counting(runs.clone())), 3).await;
+    for round in 0..5 {
+        // A SUBMITTED task whose job SQS handed to both processes' runners at the same moment.
+        let id = uuid::Uuid::new_v4().to_string();
+        let mut first = Message::user_text("hello");
+        first.message_id = format!("m-{round}");
+        first.task_id = id.clone();
+        first.context_id = "ctx".into();
+        let now = chrono::Utc::now();
+        let record = TaskRecord {
+            task: Task {
+                id: id.clone(),
+                context_id: "ctx".into(),
+                status: TaskStatus::new(TaskState::Submitted, now),
+                artifacts: None,
+                history: vec![first],
+                metadata: None,
+            },
+            owner: "anonymous".into(),
+            version: 1,
+            last_seq: 0,
+            cancel_requested: false,
+            has_push: false,
+            created_at: now,
+            turn: Some(TurnKey { message_id: format!("m-{round}"), fingerprint: "f".into(), claimed_by: None }),
+        };
+        assert!(a.engine.store.create(record, None).await.unwrap());
+        let job = Job::Execute { task_id: id.clone(), message_id: format!("m-{round}"), turn: 0, extensions: vec![] };
+        let (x, y) = tokio::join!(a.runner.handle(job.clone()), b.runner.handle(job));
+        x.unwrap();
+        y.unwrap();
+        assert_eq!(runs.load(Ordering::SeqCst), round + 1, "round {round}: the agent ran once");
+        let task = a.engine.store.load(&id).await.unwrap().unwrap();
+        assert_eq!(task.state(), TaskState::Completed);
+        assert_eq!(task.last_seq, 2, "one artifact and one status: no run's events twice");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failing_push_lands_in_the_dead_letter_queue() {
     if !common::aws_available() {
         return;

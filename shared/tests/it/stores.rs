@@ -92,7 +92,7 @@ async fn message_claims_move_only_from_where_they_pointed() {
         };
         assert_eq!(s.tasks.claimed_task(&owner, "m1").await.unwrap(), None, "{}", s.name);
         let mut first = record(&a, &owner, "ctx", 0);
-        first.turn = Some(TurnKey { message_id: "m1".into(), fingerprint: "f1".into() });
+        first.turn = Some(TurnKey { message_id: "m1".into(), fingerprint: "f1".into(), claimed_by: None });
         assert!(s.tasks.create(first, Some(&claim(None))).await.unwrap(), "{}", s.name);
         assert_eq!(s.tasks.claimed_task(&owner, "m1").await.unwrap().as_deref(), Some(a.as_str()), "{}", s.name);
         assert_eq!(s.tasks.claimed_task("someone-else", "m1").await.unwrap(), None, "{}: per owner", s.name);

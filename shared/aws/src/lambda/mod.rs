@@ -244,7 +244,8 @@ impl Deps {
         };
         let config = EngineConfig { blocking_timeout: settings.blocking_timeout, ..EngineConfig::default() };
         let engine = Arc::new(Engine::new(ports, card, config));
-        let runner = executor.map(|e| Arc::new(Runner::new(engine.clone(), e)));
+        // SQS may hand one job to two invocations at once: the runner claims each turn first.
+        let runner = executor.map(|e| Arc::new(Runner::new(engine.clone(), e).claiming_turns()));
         let service = Arc::new(Service::new(engine.clone(), Limits::default()));
         let retry = RetryPolicy { max_attempts: aws.push_max_attempts, ..RetryPolicy::default() };
         Ok(Self {

@@ -62,7 +62,7 @@ pub fn turn_key(req: &SendMessageRequest) -> TurnKey {
     for b in &digest[..16] {
         let _ = write!(fingerprint, "{b:02x}");
     }
-    TurnKey { message_id: req.message.message_id.clone(), fingerprint }
+    TurnKey { message_id: req.message.message_id.clone(), fingerprint, claimed_by: None }
 }
 
 /// Feeds a request to a digest as JSON, straight from its types, with the keys of its free-form
@@ -207,7 +207,7 @@ pub(super) async fn start_turn(engine: &Engine, ctx: &CallContext, req: SendMess
 
 /// A retry of the request that started `rec`'s current turn.
 fn is_retry(rec: &TaskRecord, owner: &str, key: &TurnKey) -> bool {
-    rec.owner == owner && rec.turn.as_ref() == Some(key)
+    rec.owner == owner && rec.turn.as_ref().is_some_and(|t| t.same_request(key))
 }
 
 async fn new_task(
