@@ -141,6 +141,18 @@ async fn pump(w: &World) -> usize {
     pump_with(w, false).await
 }
 
+/// [`pump`] until the one job queued has been handled (bounded: ten receives).
+async fn pump_one(w: &World) {
+    let mut handled = 0;
+    for _ in 0..10 {
+        handled += pump(w).await;
+        if handled > 0 {
+            break;
+        }
+    }
+    assert_eq!(handled, 1, "one job handled");
+}
+
 /// [`pump`], the records carrying their message attributes when `with_attributes`.
 pub(crate) async fn pump_with(w: &World, with_attributes: bool) -> usize {
     let got = w
@@ -329,14 +341,7 @@ async fn the_task_runner_calls_an_agent_over_http() {
     // http-send-message (non-blocking), then the work queue through the sqs-task-runner handler.
     let (s, v) = call(&w.http, Endpoint::Operation(Operation::SendMessage), "apigw-v2_send-message_ok.json").await;
     assert_eq!(s, 200, "{v}");
-    let mut handled = 0;
-    for _ in 0..10 {
-        handled += pump(&w).await;
-        if handled > 0 {
-            break;
-        }
-    }
-    assert_eq!(handled, 1);
+    pump_one(&w).await;
     let (s, task) = call(&w.http, Endpoint::Operation(Operation::GetTask), "apigw-v2_get-task_ok.json").await;
     assert_eq!(s, 200);
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED", "{task}");
@@ -424,14 +429,7 @@ async fn a_runner_that_reaches_its_deadline_mid_run_fails_the_task_cleanly_on_re
         .send()
         .await
         .unwrap();
-    let mut handled = 0;
-    for _ in 0..10 {
-        handled += pump(&w).await;
-        if handled > 0 {
-            break;
-        }
-    }
-    assert_eq!(handled, 1);
+    pump_one(&w).await;
     let (_, task) = call(&w.http, Endpoint::Operation(Operation::GetTask), "apigw-v2_get-task_ok.json").await;
     assert_eq!(task["status"]["state"], "TASK_STATE_FAILED", "{task}");
     let why = task["status"]["message"]["parts"][0]["text"].as_str().unwrap();
