@@ -239,14 +239,25 @@ pub struct PushWorker {
     retry: RetryPolicy,
     lanes: Mutex<HashMap<String, mpsc::UnboundedSender<Delivery>>>,
     dead: Mutex<VecDeque<(PushJob, String)>>,
+    /// Delivery attempts in flight, across lanes: a slow receiver makes lanes wait for a permit,
+    /// not open a connection each (thousands of them, past the process's file limit).
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 const DEAD_LETTERS_KEPT: usize = 1000;
+/// Most webhook deliveries attempted at once (each holds one outbound connection).
+pub const MAX_DELIVERIES_IN_FLIGHT: usize = 256;
 const LANE_IDLE: Duration = Duration::from_secs(30);
 
 impl PushWorker {
     pub fn new(deliverer: Arc<Deliverer>, retry: RetryPolicy) -> Arc<Self> {
-        Arc::new(Self { deliverer, retry, lanes: Mutex::new(HashMap::new()), dead: Mutex::new(VecDeque::new()) })
+        Arc::new(Self {
+            deliverer,
+            retry,
+            lanes: Mutex::new(HashMap::new()),
+            dead: Mutex::new(VecDeque::new()),
+            in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_DELIVERIES_IN_FLIGHT)),
+        })
     }
 
     /// Jobs that exhausted their attempts (most recent last), with the last failure.
@@ -311,7 +322,10 @@ impl PushWorker {
             }
         };
         loop {
-            let outcome = self.deliverer.deliver(&job).await;
+            let outcome = {
+                let _permit = self.in_flight.acquire().await;
+                self.deliverer.deliver(&job).await
+            };
             let task_id = job.config.task_id.as_str();
             let config_id = job.config.id.as_str();
             match outcome {
