@@ -149,3 +149,64 @@ async fn a_webhook_that_always_fails_is_dead_lettered() {
     assert!(dead[0].1.contains("503"), "{}", dead[0].1);
     assert_eq!(hits.lock().len(), 3);
 }
+
+/// A receiver slower than the load: every delivery of hundreds of tasks (each its own lane) arrives,
+/// yet no more than `MAX_DELIVERIES_IN_FLIGHT` are attempted at once (each holds a connection).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_receiver_gets_at_most_the_cap_of_deliveries_at_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/webhook", listener.local_addr().unwrap());
+    let (now, most, total) =
+        (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (n, m, t) = (now.clone(), most.clone(), total.clone());
+    tokio::spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (n, m, t) = (n.clone(), m.clone(), t.clone());
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
+                    let (n, m, t) = (n.clone(), m.clone(), t.clone());
+                    async move {
+                        let _ = req.into_body().collect().await;
+                        m.fetch_max(n.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        n.fetch_sub(1, Ordering::SeqCst);
+                        t.fetch_add(1, Ordering::SeqCst);
+                        Ok::<_, Infallible>(hyper::Response::new(Full::new(Bytes::new())))
+                    }
+                });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), svc)
+                    .await;
+            });
+        }
+    });
+    let a = start(EmbeddedConfig {
+        store_limits: a2a::admission::StoreLimits { max_tasks: 1000, ..Default::default() },
+        webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
+        push_timeout: Duration::from_secs(10),
+        ..EmbeddedConfig::new("http://agent.test", Arc::new(a2a::executor::EchoAgent))
+    })
+    .await
+    .unwrap();
+    const TASKS: usize = 400;
+    let sends = (0..TASKS).map(|i| {
+        let (a, url) = (&a, url.clone());
+        async move { send_with_webhook(a, &format!("cap-{i}"), &url).await }
+    });
+    for answer in futures::future::join_all(sends).await {
+        assert_eq!(answer["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+    }
+    let deliveries = 2 * TASKS; // the echo agent's artifact and its final status
+    for _ in 0..300 {
+        if total.load(Ordering::SeqCst) >= deliveries {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(total.load(Ordering::SeqCst), deliveries);
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= a2a::push::MAX_DELIVERIES_IN_FLIGHT, "{most} deliveries at once");
+    assert!(most > a2a::push::MAX_DELIVERIES_IN_FLIGHT / 2, "lanes ran side by side: {most} at once");
+}
