@@ -15,7 +15,6 @@ import tempfile
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -23,32 +22,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "tests" / "faults")]
 from proxy import FaultProxy, Rule  # noqa: E402
-from support import free_port, wait_ready  # noqa: E402
+from support import WebhookReceiver, free_port, wait_ready  # noqa: E402
 
 HEADERS = {"A2A-Version": "1.0"}
 CLIENTS = 6
-
-
-class Receiver:
-    """A webhook receiver that is down (503) while `down` is set."""
-
-    def __init__(self):
-        self.down = False
-        receiver = self
-
-        class Hook(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (the stdlib's name)
-                self.rfile.read(int(self.headers.get("content-length", 0)))
-                self.send_response(503 if receiver.down else 200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
 
 
 class Minute:
@@ -111,7 +88,7 @@ def pct(values, p):
 
 def main():
     binary, store, minutes = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    receiver = Receiver()
+    receiver = WebhookReceiver()
     env = dict(os.environ)
     proxy = None
     args = ["--agent", "echo", "--webhook-allow", "127.0.0.1/32", "--push-timeout", "2", "--max-tasks", "100000"]

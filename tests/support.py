@@ -72,6 +72,41 @@ def webhook_receiver(raw=False):
     return f"http://127.0.0.1:{server.server_address[1]}/hook", received
 
 
+class WebhookReceiver:
+    """A webhook receiver on 127.0.0.1 that answers 503 while `down` (counting `refused`) and 200
+    otherwise, recording each accepted POST in `received` as (headers with lower-case names, parsed
+    JSON body). Runs in a daemon thread for the process."""
+
+    def __init__(self, down=False):
+        import json
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.down = down
+        self.refused = 0
+        self.received = []
+        receiver = self
+
+        class Hook(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 (the stdlib's name)
+                body = self.rfile.read(int(self.headers.get("content-length", 0)))
+                if receiver.down:
+                    receiver.refused += 1
+                    self.send_response(503)
+                else:
+                    receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
+                    self.send_response(200)
+                self.send_header("content-length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
+
+
 def data_dir_args(*given):
     """`--data-dir` of a fresh temporary directory (removed when the tests end), unless `given` names
     one: the default store keeps one SQLite file per directory, and one process per directory."""

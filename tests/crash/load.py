@@ -81,13 +81,20 @@ class Load:
         self.errors = []  # JSON-RPC errors answered to a SendMessage
 
     def round(self, base, seconds, kill=None):
-        """Runs the load for `seconds` (bounded), then `kill()` if given; waits for every client."""
+        """Runs the load for `seconds` (bounded), or until `kill()` `seconds` after the round's first
+        answer; waits for every client."""
         stop_at = time.time() + (30 if kill else seconds)
         workers = [threading.Thread(target=self.sender, args=(base, stop_at)) for _ in range(SENDERS)]
         workers += [threading.Thread(target=self.streamer, args=(base, stop_at)) for _ in range(STREAMERS)]
         for w in workers:
             w.start()
         if kill:
+            # The kill comes `seconds` after the server has answered a send of this round (bounded:
+            # 20 s), so that every round dies under load however slow the machine is.
+            before, waited = len(self.answered), 0
+            while len(self.answered) == before and waited < 200:
+                time.sleep(0.1)
+                waited += 1
             time.sleep(seconds)
             kill()
         for w in workers:
@@ -180,6 +187,25 @@ def check_stream(task_id, seen, events):
     assert numbers == want, f"stream of {task_id}: {seen} (its log has {events} events)"
 
 
+def check_streams(load, last_seq):
+    """Each stream, joined with its resubscriptions, saw each event once, in order, to the final one."""
+    for task_id, seen in load.streams.items():
+        assert task_id in load.final_seen, f"the stream of {task_id} never reached its final event: {seen}"
+        check_stream(task_id, seen, last_seq[task_id])
+
+
+def check_runs(runs_log):
+    """A run delivered again keeps its run id with a higher attempt (a delivery whose process died
+    before it reached the agent leaves a gap in the attempts, never a repeat). Returns the runs."""
+    runs = [json.loads(line) for line in Path(runs_log).read_text().splitlines()]
+    attempts = {}
+    for r in runs:
+        seen = attempts.setdefault(r["run"], [])
+        assert not seen or r["attempt"] > seen[-1], f"run {r['run']}: attempt {r['attempt']} after {seen}"
+        seen.append(r["attempt"])
+    return runs
+
+
 def check(load, states, last_seq, runs_log, received):
     """Every check of the module's docstring; `last_seq[task id]` is the task's last event as stored.
     Returns a one-line summary."""
@@ -192,18 +218,8 @@ def check(load, states, last_seq, runs_log, received):
             assert text == TEXT, (task_id, text)
         else:
             assert INTERRUPTED in task["status"]["message"]["parts"][0]["text"], task
-    # Streams: each event once, in order, to the final one.
-    for task_id, seen in load.streams.items():
-        assert task_id in load.final_seen, f"the stream of {task_id} never reached its final event: {seen}"
-        check_stream(task_id, seen, last_seq[task_id])
-    # Runs: a run delivered again keeps its run id with a higher attempt (a delivery whose process
-    # died before it reached the agent leaves a gap in the attempts, never a repeat).
-    runs = [json.loads(line) for line in Path(runs_log).read_text().splitlines()]
-    attempts = {}
-    for r in runs:
-        seen = attempts.setdefault(r["run"], [])
-        assert not seen or r["attempt"] > seen[-1], f"run {r['run']}: attempt {r['attempt']} after {seen}"
-        seen.append(r["attempt"])
+    check_streams(load, last_seq)
+    runs = check_runs(runs_log)
     # Webhooks: every event of every task with a webhook, at least once, in order.
     delivered = {}
     for headers, body in list(received):

@@ -64,6 +64,13 @@ class Aws:
             if not start:
                 return sorted(seqs)
 
+    def whole_logs(self, task_ids):
+        """Asserts each task's event items are 1..n (each event once, no gap); returns the n's."""
+        last_seq = self.last_seq(task_ids)
+        for task_id, last in last_seq.items():
+            assert self.events(task_id) == list(range(1, last + 1)), f"{task_id}: an event twice or a gap"
+        return last_seq
+
     def queue_url(self, name):
         return self.sqs.get_queue_url(QueueName=f"{self.table}-{name}.fifo")["QueueUrl"]
 

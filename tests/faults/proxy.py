@@ -85,8 +85,8 @@ class FaultProxy:
 
         self.server = Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.local = threading.local()
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def set(self, *rules):
         with self.lock:

@@ -4,18 +4,16 @@ throttling, failing and resetting connections under load, a webhook receiver tha
 while, and poison input. Each test checks the outcome from the clients' side and in the table, and
 prints its figures (faults injected, tasks, losses). Loopback only; every loop is bounded."""
 
-import json
 import os
 import random
 import signal
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from load import FINAL, TEXT, Load, check, check_stream, message, rpc, start_agent
+from load import FINAL, TEXT, Load, check, check_runs, check_streams, message, rpc, start_agent
 from proxy import Rule
-from support import stop, webhook_receiver
+from support import WebhookReceiver, stop, webhook_receiver
 
 ROUNDS = int(os.environ.get("FAULT_KILL_ROUNDS", "4"))
 # Codes a client may be answered while faults last: retryable ones (the store or the queue was
@@ -44,9 +42,7 @@ def test_the_task_runner_killed_again_and_again_loses_nothing(aws_host, proxy, t
         load.resume_streams(base)
         # Jobs held by a killed runner come back after their visibility (3 s), then settle.
         states = load.settle(base, 60)
-        last_seq = aws_host.aws.last_seq(set(states) | set(load.streams))
-        for task_id, last in last_seq.items():
-            assert aws_host.aws.events(task_id) == list(range(1, last + 1)), f"{task_id}: an event twice or a gap"
+        last_seq = aws_host.aws.whole_logs(set(states) | set(load.streams))
         summary = check(load, states, last_seq, runs_log, received)
         print(f"\nfaults: runner killed {ROUNDS} times; {summary}; nothing lost")
     finally:
@@ -97,14 +93,10 @@ def test_throttling_errors_and_resets_lose_nothing_acknowledged(aws_host, proxy,
         for task_id, task in states.items():
             assert task["status"]["state"] in FINAL, (task_id, task["status"])
         # Every answered task is whole in the table: its events once each, no gap.
-        last_seq = aws_host.aws.last_seq(states)
-        for task_id, last in last_seq.items():
-            assert aws_host.aws.events(task_id) == list(range(1, last + 1)), f"{task_id}: an event twice or a gap"
+        aws_host.aws.whole_logs(states)
         # Every stream, resumed where it was cut off (if it was), saw each event once, in order.
         load.resume_streams(base)
-        for task_id, seen in load.streams.items():
-            assert task_id in load.final_seen, f"the stream of {task_id} never reached its final event: {seen}"
-            check_stream(task_id, seen, aws_host.aws.last_seq([task_id])[task_id])
+        check_streams(load, aws_host.aws.whole_logs(load.streams))
         completed = [t for t, s in states.items() if s["status"]["state"] == "TASK_STATE_COMPLETED"]
         for task_id in completed:
             text = "".join(p["text"] for p in states[task_id]["artifacts"][0]["parts"])
@@ -112,9 +104,7 @@ def test_throttling_errors_and_resets_lose_nothing_acknowledged(aws_host, proxy,
         for error in load.errors:
             assert error.get("code") in RETRYABLE or error.get("status") in (429, 503), error
             assert error.get("message", "") or error.get("body"), error
-        runs = [json.loads(line) for line in runs_log.read_text().splitlines()]
-        first = [r["run"] for r in runs if r["attempt"] == 1]
-        assert len(first) == len(set(first)), "a run was started twice as a first attempt"
+        check_runs(runs_log)
         faults = sum(injected.values())
         assert faults > 20, f"too few faults injected to mean anything: {injected}"
         kinds = {}
@@ -130,37 +120,8 @@ def test_throttling_errors_and_resets_lose_nothing_acknowledged(aws_host, proxy,
         stop(agent)
 
 
-class FlakyReceiver:
-    """A webhook receiver that answers 503 while `down`, 200 otherwise; records what it accepted."""
-
-    def __init__(self):
-        self.down = True
-        self.refused = 0
-        self.received = []
-        receiver = self
-
-        class Hook(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 (the stdlib's name)
-                body = self.rfile.read(int(self.headers.get("content-length", 0)))
-                if receiver.down:
-                    receiver.refused += 1
-                    self.send_response(503)
-                else:
-                    receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
-                    self.send_response(200)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-
 def test_a_webhook_receiver_down_for_a_while_gets_everything_in_order_and_the_rest_goes_to_the_dlq(aws_host, proxy):
-    receiver = FlakyReceiver()
+    receiver = WebhookReceiver(down=True)
     # Four attempts (backoff 2 s base, full jitter: the third comes 3 to 6 s after the first): a 2 s
     # outage is ridden out, a permanent one is not.
     base, proc = aws_host("--agent", "echo", "--push-max-attempts", "4")
@@ -189,7 +150,7 @@ def test_a_webhook_receiver_down_for_a_while_gets_everything_in_order_and_the_re
         assert refused_while_down >= len(tasks), "the receiver was never tried while down"
 
         # A receiver that never comes back: the deliveries exhaust their attempts and wait in the DLQ.
-        dead = FlakyReceiver()
+        dead = WebhookReceiver(down=True)
         answer = rpc(base, "SendMessage", message("nobody listens", dead.url))
         events = aws_host.aws.last_seq([answer["result"]["task"]["id"]])[answer["result"]["task"]["id"]]
         in_dlq = 0

@@ -141,6 +141,24 @@ async fn pump(w: &World) -> usize {
     pump_with(w, false).await
 }
 
+/// One receive of up to `max` messages from `url` as an event source mapping makes it (a 1 s long
+/// poll, every system and message attribute).
+async fn receive(
+    sqs: &aws_sdk_sqs::Client,
+    url: &str,
+    max: i32,
+) -> aws_sdk_sqs::operation::receive_message::ReceiveMessageOutput {
+    sqs.receive_message()
+        .queue_url(url)
+        .max_number_of_messages(max)
+        .wait_time_seconds(1)
+        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
+        .message_attribute_names("All")
+        .send()
+        .await
+        .unwrap()
+}
+
 /// [`pump`] until the one job queued has been handled (bounded: ten receives).
 async fn pump_one(w: &World) {
     let mut handled = 0;
@@ -155,17 +173,7 @@ async fn pump_one(w: &World) {
 
 /// [`pump`], the records carrying their message attributes when `with_attributes`.
 pub(crate) async fn pump_with(w: &World, with_attributes: bool) -> usize {
-    let got = w
-        .sqs
-        .receive_message()
-        .queue_url(&w.work_url)
-        .max_number_of_messages(10)
-        .wait_time_seconds(1)
-        .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
-        .message_attribute_names("All")
-        .send()
-        .await
-        .unwrap();
+    let got = receive(&w.sqs, &w.work_url, 10).await;
     let event = sqs_event(got.messages(), with_attributes);
     let resp = run_tasks(&w.runner, w.runner.runner.as_ref().unwrap(), event).await;
     assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
@@ -390,14 +398,7 @@ async fn a_runner_that_reaches_its_deadline_mid_run_fails_the_task_cleanly_on_re
         let receipt = sandbox.block_on(async {
             let deps = Deps::new(settings, Some(Arc::new(Slow(counter)))).await.unwrap();
             for _ in 0..10 {
-                let got = sqs
-                    .receive_message()
-                    .queue_url(&url)
-                    .wait_time_seconds(1)
-                    .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
-                    .send()
-                    .await
-                    .unwrap();
+                let got = receive(&sqs, &url, 1).await;
                 if got.messages().is_empty() {
                     continue;
                 }
@@ -441,16 +442,7 @@ async fn a_runner_that_reaches_its_deadline_mid_run_fails_the_task_cleanly_on_re
 /// sqs-push-delivery handler; the records it did not fail are deleted.
 async fn pump_pushes(w: &World, push_url: &str, rounds: usize) {
     for _ in 0..rounds {
-        let got = w
-            .sqs
-            .receive_message()
-            .queue_url(push_url)
-            .max_number_of_messages(1)
-            .wait_time_seconds(1)
-            .message_system_attribute_names(aws_sdk_sqs::types::MessageSystemAttributeName::All)
-            .send()
-            .await
-            .unwrap();
+        let got = receive(&w.sqs, push_url, 1).await;
         if got.messages().is_empty() {
             continue;
         }
