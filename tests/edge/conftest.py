@@ -13,6 +13,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "observability"))
+from otlp import Receiver  # noqa: E402
 from support import data_dir_args, free_port, wait_ready  # noqa: E402
 
 WORKER = ROOT / "functions" / "edge-worker"
@@ -29,8 +31,16 @@ def anyio_backend():
 
 
 @pytest.fixture(scope="session")
-def edge():
-    """Yields (edge base URL, origin base URL)."""
+def otlp():
+    """The OTLP receiver the origin exports its spans to (tests/observability/otlp.py)."""
+    receiver = Receiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture(scope="session")
+def edge(otlp):
+    """Yields (edge base URL, origin base URL). The origin exports its traces to `otlp`."""
     binary = os.environ.get("A2A_LOCAL_BIN")
     if not binary:
         pytest.fail("A2A_LOCAL_BIN is not set (run through scripts/test)")
@@ -54,6 +64,8 @@ def edge():
         ],
         stdout=open(logs / "edge-origin.log", "w"),
         stderr=subprocess.STDOUT,
+        env={**os.environ, "OTEL_EXPORTER_OTLP_ENDPOINT": otlp.endpoint, "OTEL_BSP_SCHEDULE_DELAY": "100",
+             "OTEL_SERVICE_NAME": "edge-origin"},
     )
     wrangler = subprocess.Popen(
         [

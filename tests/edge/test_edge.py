@@ -1,6 +1,7 @@
 """End to end through the edge worker (wrangler dev + Durable Object) in front of `a2a-local`:
 streams served by the task's hub, replay with Last-Event-ID, signed publishes, the card at the
-edge, and everything else proxied to the origin."""
+edge, everything else proxied to the origin, and the caller's trace carried across the worker to the
+origin and back on the origin's publishes (spans at the OTLP receiver of tests/observability)."""
 
 import asyncio
 import hashlib
@@ -220,3 +221,46 @@ async def test_non_streaming_calls_are_proxied_to_the_origin(edge):
         assert refused.status_code == 401  # the origin's refusal, passed through
         other = await anon.get(f"{base}/tasks/{task.id}:subscribe", headers={"X-API-Key": KEYS["bob"], "A2A-Version": "1.0"})
         assert other.status_code == 404  # bob cannot attach to alice's task
+
+
+def traced(headers=AUTH):
+    """`headers` with a fresh sampled `traceparent`; returns (trace id, the caller's span id, headers)."""
+    trace_id, span_id = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    return trace_id, span_id, {**headers, "traceparent": f"00-{trace_id}-{span_id}-01"}
+
+
+def server_span(otlp, trace_id):
+    return otlp.wait_for(lambda r: [s for s in r.trace(trace_id) if s["kind"] == "server"], what="the origin's SERVER span")[0]
+
+
+async def test_a_trace_crosses_the_edge_to_the_origin_and_the_publishes_back(edge, otlp):
+    """The worker forwards the caller's `traceparent` on every origin call (a stream's send and a proxied
+    call alike), and the origin's publishes of that task's events to the edge are CLIENT spans of the
+    same trace."""
+    base, _ = edge
+    trace_id, caller, headers = traced()
+    events, _ = await stream("POST", f"{base}/message:stream", headers=headers, body={"message": message("traced")})
+    assert kinds(events)[-1] == "statusUpdate"
+    server = server_span(otlp, trace_id)
+    assert server["parent"] == caller, "the origin's span should be a child of the caller's"
+    assert server["attrs"]["gen_ai.agent.a2a.operation.name"] == "SendMessage"
+
+    def publishes(r):
+        return [s for s in r.trace(trace_id) if s["kind"] == "client" and s["name"] == "POST edge"]
+
+    publish = otlp.wait_for(publishes, what="the publisher's CLIENT span")[0]
+    assert publish["attrs"]["server.port"] == int(base.rsplit(":", 1)[1])
+    assert publish["attrs"]["http.response.status_code"] == 204  # the hub took the batch
+    spans = {s["span_id"]: s for s in otlp.trace(trace_id)}
+    hop, chain = publish, []
+    while hop["parent"] in spans:  # the publish hangs under the request's span, through the turn
+        hop = spans[hop["parent"]]
+        chain.append(hop["name"])
+    assert hop is server, chain
+
+    trace_id, caller, headers = traced()
+    async with http(headers) as hc:
+        got = await hc.get(f"{base}/tasks/{events[0]['data']['task']['id']}")
+        assert got.status_code == 200
+    proxied = server_span(otlp, trace_id)
+    assert proxied["parent"] == caller and proxied["attrs"]["gen_ai.agent.a2a.operation.name"] == "GetTask"

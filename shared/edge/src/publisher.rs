@@ -178,17 +178,22 @@ impl Sender {
                 .header(signature::TIMESTAMP_HEADER, now.to_string())
                 .header(signature::SIGNATURE_HEADER, signature::sign(self.settings.secret.as_bytes(), now, &body))
                 .body(body.clone());
+            let span = tracing::Span::current();
             let outcome = match request.send().await {
-                Ok(resp) if resp.status().is_success() => return,
+                Ok(resp) if resp.status().is_success() => {
+                    a2a_telemetry::spans::call_outcome(&span, Some(resp.status().as_u16()), None);
+                    return;
+                }
                 Ok(resp) => {
                     let status = resp.status();
                     let retry = status.is_server_error() || status.as_u16() == 408 || status.as_u16() == 429;
-                    (format!("HTTP {status}"), retry)
+                    (format!("HTTP {status}"), retry, Some(status.as_u16()))
                 }
-                Err(e) => (e.to_string(), true),
+                Err(e) => (e.to_string(), true, None),
             };
-            let (error, retry) = outcome;
+            let (error, retry, status) = outcome;
             if !retry || attempt == self.settings.max_attempts {
+                a2a_telemetry::spans::call_outcome(&span, status, status.is_none().then_some("failed"));
                 tracing::warn!(task_id = %batch.task_id, first = seqs.0, last = seqs.1, attempt, %error,
                     "edge publish given up; edge streams of this task may stall until they reconnect");
                 return;

@@ -184,11 +184,7 @@ async fn a_slow_receiver_gets_at_most_the_cap_of_deliveries_at_once() {
     });
     let a = start(EmbeddedConfig {
         // All 400 sends come from one caller at once: let it hold them all.
-        store_limits: a2a::admission::StoreLimits {
-            max_tasks: 1000,
-            principal_share: 100,
-            ..Default::default()
-        },
+        store_limits: a2a::admission::StoreLimits { max_tasks: 1000, principal_share: 100, ..Default::default() },
         webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
         push_timeout: Duration::from_secs(10),
         ..EmbeddedConfig::new("http://agent.test", Arc::new(a2a::executor::EchoAgent))
