@@ -9,6 +9,7 @@ Usage: python soak.py BINARY STORE MINUTES   (STORE: memory, sqlite or aws; aws 
 AWS_ENDPOINT_URL pointing at moto). Prints a Markdown table, one row per minute."""
 
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -88,7 +89,7 @@ def pct(values, p):
 
 def main():
     binary, store, minutes = sys.argv[1], sys.argv[2], int(sys.argv[3])
-    receiver = WebhookReceiver()
+    receiver = WebhookReceiver(keep=False)  # a long run: count, do not keep
     env = dict(os.environ)
     proxy = None
     args = ["--agent", "echo", "--webhook-allow", "127.0.0.1/32", "--push-timeout", "2", "--max-tasks", "100000"]
@@ -117,20 +118,28 @@ def main():
         print(f"Soak, {store} store, {minutes} min, {CLIENTS} clients (sends, webhooks, streams, GetTask, ListTasks); "
               "webhook receiver down one minute in three" + ("; AWS faults on" if proxy else ""))
         print()
-        print("| minute | requests | errors | p50 ms | p99 ms | RSS MiB | open fds | faults injected |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| minute | requests | errors | p50 ms | p99 ms | RSS MiB | open fds | webhooks received | faults injected |")
+        print("|---|---|---|---|---|---|---|---|---|")
+        hooks = 0
         for m in range(1, minutes + 1):  # bounded: the run's minutes
             receiver.down = m % 3 == 2
             time.sleep(max(0.0, min(60.0, stop_at - time.time())))
             done, minutes_seen[-1:] = minutes_seen[-1], [Minute()]
             rss, fds = sample(proc.pid)
             faults = proxy.injected_count() if proxy else 0
+            hooks, received = receiver.accepted, receiver.accepted - hooks
             with done.lock:
                 n, errors, lat = len(done.latencies), done.errors, list(done.latencies)
             print(f"| {m} | {n} | {errors} ({100 * errors / max(n, 1):.2f}%) | {pct(lat, 0.5):.1f} | {pct(lat, 0.99):.1f} "
-                  f"| {rss} | {fds} | {faults} |", flush=True)
+                  f"| {rss} | {fds} | {received} | {faults} |", flush=True)
         for w in workers:
             w.join(timeout=60)
+        log.flush()
+        text = (Path(data) / "server.log").read_text(errors="replace")
+        dropped = sum(int(x) for x in re.findall(r"push backlog full.*?refused=(\d+)", text))
+        dead = text.count("push dead-lettered")
+        print(f"\nwebhook deliveries received {receiver.accepted}, dead-lettered after their attempts {dead}, "
+              f"dropped for a full push backlog {dropped}")
     finally:
         proc.terminate()
         proc.wait(timeout=30)

@@ -75,15 +75,17 @@ def webhook_receiver(raw=False):
 class WebhookReceiver:
     """A webhook receiver on 127.0.0.1 that answers 503 while `down` (counting `refused`) and 200
     otherwise, recording each accepted POST in `received` as (headers with lower-case names, parsed
-    JSON body). Runs in a daemon thread for the process."""
+    JSON body), or with `keep=False` only counting them in `accepted`. Runs in a daemon thread for
+    the process."""
 
-    def __init__(self, down=False):
+    def __init__(self, down=False, keep=True):
         import json
         import threading
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
         self.down = down
         self.refused = 0
+        self.accepted = 0
         self.received = []
         receiver = self
 
@@ -94,7 +96,9 @@ class WebhookReceiver:
                     receiver.refused += 1
                     self.send_response(503)
                 else:
-                    receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
+                    receiver.accepted += 1
+                    if keep:
+                        receiver.received.append(({k.lower(): v for k, v in self.headers.items()}, json.loads(body)))
                     self.send_response(200)
                 self.send_header("content-length", "0")
                 self.end_headers()

@@ -161,6 +161,10 @@ struct Args {
     /// Webhook request timeout, in seconds.
     #[arg(long, env = "A2A_PUSH_TIMEOUT", default_value_t = 10)]
     push_timeout: u64,
+    /// Most webhook deliveries held at once (queued, waiting to retry or in flight); past it the
+    /// newest are dead-lettered, so receivers slower than the events cost bounded memory.
+    #[arg(long, env = "A2A_PUSH_BACKLOG", default_value_t = a2a::push::DEFAULT_PUSH_BACKLOG)]
+    push_backlog: usize,
     /// Edge worker base URL: every task event is also published there (signed with
     /// --edge-publish-secret), so the worker's Durable Objects can serve the streams.
     #[arg(long, env = "A2A_EDGE_URL", requires = "edge_publish_secret")]
@@ -394,6 +398,7 @@ fn serve(args: Args) -> Result<(), String> {
             webhook_allow,
             push_retry: RetryPolicy { max_attempts: args.push_max_attempts.max(1), ..RetryPolicy::default() },
             push_timeout: Duration::from_secs(args.push_timeout),
+            push_backlog: args.push_backlog,
             edge,
             grpc_address: grpc
                 .as_ref()

@@ -75,6 +75,9 @@ pub struct EmbeddedConfig {
     pub webhook_allow: AllowList,
     pub push_retry: RetryPolicy,
     pub push_timeout: Duration,
+    /// Most webhook deliveries the in-process push worker holds at once (memory and embedded
+    /// stores); past it the newest are dead-lettered.
+    pub push_backlog: usize,
     /// Also publish every event to this edge worker (its Durable Object hub serves the streams).
     pub edge: Option<a2a_edge::publisher::EdgeSettings>,
     /// Where the gRPC binding listens (`host:port`), declared in the card; `None`: not served.
@@ -102,6 +105,7 @@ impl EmbeddedConfig {
             webhook_allow: AllowList::default(),
             push_retry: RetryPolicy::default(),
             push_timeout: Duration::from_secs(10),
+            push_backlog: a2a_engine::push::DEFAULT_PUSH_BACKLOG,
             edge: None,
             grpc_address: None,
             card_signing: a2a_signing::CardSigning::default(),
@@ -144,17 +148,24 @@ struct Wiring {
 fn in_process_consumers(
     jobs: tokio::sync::mpsc::UnboundedReceiver<Queued>,
     deliveries: tokio::sync::mpsc::UnboundedReceiver<a2a_engine::push::Delivery>,
-    retry: RetryPolicy,
+    push: PushSettings,
 ) -> StartConsumers {
     Box::new(move |runner, deliverer| {
         runner.spawn(jobs);
-        let worker = PushWorker::new(deliverer, retry);
+        let worker = PushWorker::new(deliverer, push.retry, push.backlog);
         worker.clone().spawn(deliveries);
         Some(worker)
     })
 }
 
-fn memory_wiring(limits: StoreLimits, retry: RetryPolicy) -> Wiring {
+/// How the in-process push worker retries and how much it holds.
+#[derive(Clone, Copy)]
+struct PushSettings {
+    retry: RetryPolicy,
+    backlog: usize,
+}
+
+fn memory_wiring(limits: StoreLimits, push: PushSettings) -> Wiring {
     let (queue, jobs) = MemoryWorkQueue::new();
     let (push_queue, push_jobs) = MemoryPushQueue::new();
     let store = Arc::new(MemoryStore::new(limits));
@@ -163,7 +174,7 @@ fn memory_wiring(limits: StoreLimits, retry: RetryPolicy) -> Wiring {
         push_configs: store,
         queue: Arc::new(queue),
         push_queue: Arc::new(push_queue),
-        consumers: in_process_consumers(jobs, push_jobs, retry),
+        consumers: in_process_consumers(jobs, push_jobs, push),
         #[cfg(feature = "aws")]
         dynamo: None,
         #[cfg(feature = "sqlite")]
@@ -172,7 +183,7 @@ fn memory_wiring(limits: StoreLimits, retry: RetryPolicy) -> Wiring {
 }
 
 #[cfg(feature = "sqlite")]
-async fn sqlite_wiring(backend: SqliteBackend, limits: StoreLimits, retry: RetryPolicy) -> Result<Wiring> {
+async fn sqlite_wiring(backend: SqliteBackend, limits: StoreLimits, push: PushSettings) -> Result<Wiring> {
     let options = a2a_sqlite::SqliteOptions {
         data_dir: backend.data_dir,
         durability: backend.durability,
@@ -186,7 +197,7 @@ async fn sqlite_wiring(backend: SqliteBackend, limits: StoreLimits, retry: Retry
         push_configs: opened.store.clone(),
         queue: opened.work,
         push_queue: opened.push,
-        consumers: in_process_consumers(opened.jobs, opened.deliveries, retry),
+        consumers: in_process_consumers(opened.jobs, opened.deliveries, push),
         #[cfg(feature = "aws")]
         dynamo: None,
         sqlite: Some(opened.store),
@@ -264,10 +275,11 @@ async fn aws_wiring(options: AwsOptions, retry: RetryPolicy) -> Result<Wiring> {
 /// Builds the engine, starts the runner and the push consumer; call inside a tokio runtime.
 pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let push = PushSettings { retry: config.push_retry, backlog: config.push_backlog };
     let wiring = match config.backend {
-        Backend::Memory => memory_wiring(config.store_limits, config.push_retry),
+        Backend::Memory => memory_wiring(config.store_limits, push),
         #[cfg(feature = "sqlite")]
-        Backend::Sqlite(backend) => sqlite_wiring(backend, config.store_limits, config.push_retry).await?,
+        Backend::Sqlite(backend) => sqlite_wiring(backend, config.store_limits, push).await?,
         #[cfg(feature = "aws")]
         Backend::Aws(options) => aws_wiring(options, config.push_retry).await?,
     };

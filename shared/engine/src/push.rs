@@ -5,8 +5,9 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use parking_lot::Mutex;
@@ -242,22 +243,42 @@ pub struct PushWorker {
     /// Delivery attempts in flight, across lanes: a slow receiver makes lanes wait for a permit,
     /// not open a connection each (thousands of them, past the process's file limit).
     in_flight: Arc<tokio::sync::Semaphore>,
+    /// Deliveries held (queued in a lane, waiting to retry or in flight), and the most allowed.
+    held: AtomicUsize,
+    backlog: usize,
+    /// Deliveries refused for a full backlog since the last warning, and when that was.
+    overflow: Mutex<(u64, Option<Instant>)>,
 }
 
 const DEAD_LETTERS_KEPT: usize = 1000;
 /// Most webhook deliveries attempted at once (each holds one outbound connection).
 pub const MAX_DELIVERIES_IN_FLIGHT: usize = 256;
+/// Most deliveries held at once by default (`--push-backlog`): receivers slower than the events
+/// then cost bounded memory (each held delivery is a few KiB), and the newest deliveries past it
+/// are dead-lettered at once.
+pub const DEFAULT_PUSH_BACKLOG: usize = 10_000;
 const LANE_IDLE: Duration = Duration::from_secs(30);
+/// At most one warning about a full backlog this often (with the count refused meanwhile).
+const OVERFLOW_WARNING_EVERY: Duration = Duration::from_secs(10);
 
 impl PushWorker {
-    pub fn new(deliverer: Arc<Deliverer>, retry: RetryPolicy) -> Arc<Self> {
+    /// A worker holding at most `backlog` deliveries (at least one).
+    pub fn new(deliverer: Arc<Deliverer>, retry: RetryPolicy, backlog: usize) -> Arc<Self> {
         Arc::new(Self {
             deliverer,
             retry,
             lanes: Mutex::new(HashMap::new()),
             dead: Mutex::new(VecDeque::new()),
             in_flight: Arc::new(tokio::sync::Semaphore::new(MAX_DELIVERIES_IN_FLIGHT)),
+            held: AtomicUsize::new(0),
+            backlog: backlog.max(1),
+            overflow: Mutex::new((0, None)),
         })
+    }
+
+    /// Deliveries held now (queued, waiting to retry or in flight).
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::SeqCst)
     }
 
     /// Jobs that exhausted their attempts (most recent last), with the last failure.
@@ -269,17 +290,24 @@ impl PushWorker {
     pub fn spawn(self: Arc<Self>, mut jobs: mpsc::UnboundedReceiver<Delivery>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             while let Some(delivery) = jobs.recv().await {
-                self.dispatch(delivery);
+                if let Some(refused) = self.dispatch(delivery) {
+                    self.refuse_for_backlog(refused).await;
+                }
             }
         })
     }
 
-    fn dispatch(self: &Arc<Self>, job: Delivery) {
+    /// Hands `job` to its lane; gives it back when the backlog is full.
+    fn dispatch(self: &Arc<Self>, job: Delivery) -> Option<Delivery> {
+        let backlog = self.backlog;
+        if self.held.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < backlog).then_some(n + 1)).is_err() {
+            return Some(job);
+        }
         let key = format!("{}\u{0}{}", job.job.config.task_id, job.job.config.id);
         let mut lanes = self.lanes.lock();
         let job = match lanes.get(&key) {
             Some(tx) => match tx.send(job) {
-                Ok(()) => return,
+                Ok(()) => return None,
                 Err(mpsc::error::SendError(job)) => job,
             },
             None => job,
@@ -289,6 +317,7 @@ impl PushWorker {
         lanes.insert(key.clone(), tx);
         let worker = self.clone();
         tokio::spawn(async move { worker.lane(key, rx).await });
+        None
     }
 
     async fn lane(self: Arc<Self>, key: String, mut rx: mpsc::UnboundedReceiver<Delivery>) {
@@ -307,7 +336,34 @@ impl PushWorker {
                 }
             };
             self.deliver_with_retries(job).await;
+            self.held.fetch_sub(1, Ordering::SeqCst);
         }
+    }
+
+    /// The backlog is full: the delivery is dead-lettered without an attempt (settled first, so a
+    /// durable queue does not hand it over again after a restart).
+    async fn refuse_for_backlog(&self, Delivery { job, receipt }: Delivery) {
+        let why = format!(
+            "the push backlog is full ({} deliveries held): the webhook receivers are slower than the events",
+            self.backlog
+        );
+        a2a_telemetry::metrics::record(a2a_telemetry::metrics::Measurement::PushDelivery {
+            outcome: "dropped",
+            attempt: job.attempt,
+        });
+        {
+            let mut overflow = self.overflow.lock();
+            overflow.0 += 1;
+            if overflow.1.is_none_or(|at| at.elapsed() >= OVERFLOW_WARNING_EVERY) {
+                tracing::warn!(refused = overflow.0, backlog = self.backlog, "push backlog full: deliveries dead-lettered");
+                *overflow = (0, Some(Instant::now()));
+            }
+        }
+        tracing::debug!(task_id = %job.config.task_id, config_id = %job.config.id, seq = job.event.seq, "push dead-lettered: backlog full");
+        if let Some(r) = receipt {
+            r.ledger.settled(r.id, Settled::Dead(why.clone())).await;
+        }
+        self.bury(job, why);
     }
 
     async fn deliver_with_retries(&self, Delivery { mut job, receipt }: Delivery) {

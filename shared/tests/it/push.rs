@@ -211,3 +211,50 @@ async fn a_slow_receiver_gets_at_most_the_cap_of_deliveries_at_once() {
     assert!(most <= a2a::push::MAX_DELIVERIES_IN_FLIGHT, "{most} deliveries at once");
     assert!(most > a2a::push::MAX_DELIVERIES_IN_FLIGHT / 2, "lanes ran side by side: {most} at once");
 }
+
+/// A receiver that never answers holds every delivery sent to it until the push timeout: the
+/// worker holds at most its backlog, and dead-letters the newest past it at once, with the reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_backlog_new_deliveries_are_dead_lettered_at_once() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/webhook", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let mut held = Vec::new(); // accepted, never answered
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    const BACKLOG: usize = 50;
+    const TASKS: usize = 100;
+    let a = start(EmbeddedConfig {
+        store_limits: a2a::admission::StoreLimits { max_tasks: 1000, principal_share: 100, ..Default::default() },
+        webhook_allow: AllowList::parse("127.0.0.1/32").unwrap(),
+        push_timeout: Duration::from_secs(60),
+        push_backlog: BACKLOG,
+        ..EmbeddedConfig::new("http://agent.test", Arc::new(a2a::executor::EchoAgent))
+    })
+    .await
+    .unwrap();
+    let mut task_ids = Vec::new();
+    for i in 0..TASKS {
+        let answer = send_with_webhook(&a, &format!("backlog-{i}"), &url).await;
+        assert_eq!(answer["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
+        task_ids.push(answer["result"]["task"]["id"].as_str().unwrap().to_string());
+    }
+    let worker = a.push.as_ref().unwrap();
+    let deliveries = 2 * TASKS; // the echo agent's artifact and its final status
+    for _ in 0..100 {
+        if worker.dead_letters().len() + worker.held() >= deliveries {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(worker.held(), BACKLOG, "full means full");
+    let dead = worker.dead_letters();
+    assert_eq!(dead.len(), deliveries - BACKLOG);
+    assert!(dead.iter().all(|(job, why)| job.attempt == 1 && why.contains("push backlog is full")), "{:?}", dead[0].1);
+    // One task after the other, two deliveries each: the first tasks' are held, the newest refused.
+    let refused: std::collections::BTreeSet<&str> = dead.iter().map(|(job, _)| job.config.task_id.as_str()).collect();
+    let newest: std::collections::BTreeSet<&str> = task_ids[BACKLOG / 2..].iter().map(String::as_str).collect();
+    assert_eq!(refused, newest);
+}

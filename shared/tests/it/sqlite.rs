@@ -29,6 +29,16 @@ struct Process {
 
 impl Process {
     fn start(dir: &TempDir, executor: Arc<dyn AgentExecutor>, retry_base: Duration, allow: &str) -> Self {
+        Self::with_backlog(dir, executor, retry_base, allow, a2a::push::DEFAULT_PUSH_BACKLOG)
+    }
+
+    fn with_backlog(
+        dir: &TempDir,
+        executor: Arc<dyn AgentExecutor>,
+        retry_base: Duration,
+        allow: &str,
+        push_backlog: usize,
+    ) -> Self {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let backend = Backend::Sqlite(SqliteBackend {
             data_dir: dir.0.clone(),
@@ -46,6 +56,7 @@ impl Process {
                     max_delay: Duration::from_secs(30),
                 },
                 push_timeout: Duration::from_secs(2),
+                push_backlog,
                 ..EmbeddedConfig::new("http://agent.test", executor)
             }))
             .unwrap();
@@ -298,6 +309,38 @@ fn webhook_deliveries_waiting_at_a_crash_are_made_after_it_in_order_with_their_b
     answered.dedup();
     assert_eq!(answered, want, "every event, in order, after the restart: {ids:?}");
     assert_eq!(p.runtime.block_on(store.load(&id)).unwrap().unwrap().state(), TaskState::Completed);
+}
+
+/// Deliveries refused for a full backlog are dead in the file too: after a crash only the held ones
+/// are owed.
+#[test]
+fn deliveries_refused_for_a_full_backlog_are_not_delivered_after_a_restart() {
+    let dir = TempDir::new("sqlite-backlog");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hook = format!("http://{}/hook", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new(); // accepted, never answered
+        while let Ok((stream, _)) = listener.accept() {
+            held.push(stream);
+        }
+    });
+    let p = Process::with_backlog(&dir, Arc::new(a2a::executor::EchoAgent), Duration::from_secs(1), "127.0.0.1/32", 4);
+    for i in 0..5 {
+        let answer = p.send(&format!("backlog-{i}"), false, Some(&hook));
+        assert_eq!(state(&answer["result"]["task"]), "TASK_STATE_COMPLETED", "{answer}");
+    }
+    let worker = p.agent.push.clone().unwrap();
+    for _ in 0..200 {
+        if worker.dead_letters().len() == 6 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!((worker.held(), worker.dead_letters().len()), (4, 6), "two deliveries a task: four held, six refused");
+    p.crash(&dir);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let opened = runtime.block_on(open(SqliteOptions::new(&dir.0))).unwrap();
+    assert_eq!(opened.recovered, (0, 4), "only the held deliveries are owed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
