@@ -355,7 +355,11 @@ impl PushWorker {
             let mut overflow = self.overflow.lock();
             overflow.0 += 1;
             if overflow.1.is_none_or(|at| at.elapsed() >= OVERFLOW_WARNING_EVERY) {
-                tracing::warn!(refused = overflow.0, backlog = self.backlog, "push backlog full: deliveries dead-lettered");
+                tracing::warn!(
+                    refused = overflow.0,
+                    backlog = self.backlog,
+                    "push backlog full: deliveries dead-lettered"
+                );
                 *overflow = (0, Some(Instant::now()));
             }
         }
