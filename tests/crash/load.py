@@ -220,11 +220,18 @@ def check(load, states, last_seq, runs_log, received):
             assert INTERRUPTED in task["status"]["message"]["parts"][0]["text"], task
     check_streams(load, last_seq)
     runs = check_runs(runs_log)
-    # Webhooks: every event of every task with a webhook, at least once, in order.
-    delivered = {}
-    for headers, body in list(received):
-        task_id = (body.get("statusUpdate") or body.get("artifactUpdate") or {}).get("taskId")
-        delivered.setdefault(task_id, []).append(int(headers["a2a-event-id"]))
+    # Webhooks: every event of every task with a webhook, at least once, in order. The last events
+    # were recorded as the tasks settled: their deliveries may still be on their way.
+    deadline = time.monotonic() + 30
+    while True:  # bounded: 30 s
+        delivered = {}
+        for headers, body in list(received):
+            task_id = (body.get("statusUpdate") or body.get("artifactUpdate") or {}).get("taskId")
+            delivered.setdefault(task_id, []).append(int(headers["a2a-event-id"]))
+        owed = [t for t in load.pushed if not set(range(1, last_seq[t] + 1)) <= set(delivered.get(t, []))]
+        if not owed or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     for task_id in load.pushed:
         seqs = delivered.get(task_id, [])
         assert seqs == sorted(seqs), f"{task_id}: out of order {seqs}"
