@@ -291,7 +291,7 @@ impl PushWorker {
         tokio::spawn(async move {
             while let Some(delivery) = jobs.recv().await {
                 if let Some(refused) = self.dispatch(delivery) {
-                    self.refuse_for_backlog(refused).await;
+                    self.refuse_for_backlog(refused);
                 }
             }
         })
@@ -340,9 +340,10 @@ impl PushWorker {
         }
     }
 
-    /// The backlog is full: the delivery is dead-lettered without an attempt (settled first, so a
-    /// durable queue does not hand it over again after a restart).
-    async fn refuse_for_backlog(&self, Delivery { job, receipt }: Delivery) {
+    /// The backlog is full: the delivery is dead-lettered without an attempt, settled first (so a
+    /// durable queue does not hand it over again after a restart) in the background, so the next
+    /// deliveries are not held up by the ledger's write.
+    fn refuse_for_backlog(self: &Arc<Self>, Delivery { job, receipt }: Delivery) {
         let why = format!(
             "the push backlog is full ({} deliveries held): the webhook receivers are slower than the events",
             self.backlog
@@ -364,10 +365,13 @@ impl PushWorker {
             }
         }
         tracing::debug!(task_id = %job.config.task_id, config_id = %job.config.id, seq = job.event.seq, "push dead-lettered: backlog full");
-        if let Some(r) = receipt {
-            r.ledger.settled(r.id, Settled::Dead(why.clone())).await;
-        }
-        self.bury(job, why);
+        let worker = self.clone();
+        tokio::spawn(async move {
+            if let Some(r) = receipt {
+                r.ledger.settled(r.id, Settled::Dead(why.clone())).await;
+            }
+            worker.bury(job, why);
+        });
     }
 
     async fn deliver_with_retries(&self, Delivery { mut job, receipt }: Delivery) {
