@@ -19,6 +19,7 @@
 //! | `a2a-edge` | the Cloudflare worker's logic and the origin's publisher |
 //! | `a2a-sqlite` | the embedded SQL store: tasks, events, push configs, claims and both queues in one SQLite file |
 //! | `a2a-embedded` | one process on the SQL, the memory or the AWS backend (a2a-local) |
+//! | `a2a-playground` | the playground page a2a-local serves, its relay (SSRF-guarded) and webhook catchers |
 //! | `a2a-telemetry` | trace context across bindings, queues and calls; the spans; the OpenTelemetry pipeline and correlated logs |
 //!
 //! ```
@@ -64,6 +65,8 @@ pub use a2a_client as client;
 pub use a2a_embedded as embedded;
 #[cfg(any(feature = "grpc-codec", feature = "grpc", feature = "client-grpc"))]
 pub use a2a_grpc as grpc;
+#[cfg(feature = "playground")]
+pub use a2a_playground as playground;
 #[cfg(any(
     feature = "signing",
     feature = "push",

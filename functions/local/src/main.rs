@@ -41,6 +41,12 @@ enum DurabilityKind {
     Power,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Switch {
+    On,
+    Off,
+}
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum LogFormat {
     Human,
@@ -155,6 +161,11 @@ struct Args {
     /// resolving them, as `cidr,name,...` (e.g. 127.0.0.1/32 for local receivers).
     #[arg(long, env = "A2A_WEBHOOK_ALLOW", default_value = "")]
     webhook_allow: String,
+    /// The playground at /playground: a page to talk to this agent or any A2A agent, with a relay
+    /// (public and loopback addresses only) and webhook catchers (docs/playground.md). Turn it off
+    /// on a host the public reaches without authentication.
+    #[arg(long, env = "A2A_PLAYGROUND", value_enum, default_value = "on")]
+    playground: Switch,
     /// Delivery attempts per notification before it is dead-lettered.
     #[arg(long, env = "A2A_PUSH_MAX_ATTEMPTS", default_value_t = 6)]
     push_max_attempts: u32,
@@ -332,6 +343,7 @@ fn serve(args: Args) -> Result<(), String> {
     let extended_card = args.extended_card.as_ref().map(read).transpose()?;
     let auth = args.auth.settings().build().map_err(|e| e.message)?;
     let webhook_allow = AllowList::parse(&args.webhook_allow).map_err(|e| e.message)?;
+    let playground_allow = webhook_allow.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;
     if args.create_resources_only {
         return runtime.block_on(print_resources(args.push_max_attempts.max(1)));
@@ -370,8 +382,9 @@ fn serve(args: Args) -> Result<(), String> {
         };
         let edge =
             args.edge_url.as_deref().zip(args.edge_publish_secret.as_deref()).map(|(u, s)| EdgeSettings::new(u, s));
+        let public_url = args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"));
         let embedded = start(EmbeddedConfig {
-            public_url: args.public_url.clone().unwrap_or_else(|| format!("http://{bound}")),
+            public_url: public_url.clone(),
             card,
             extended_card,
             executor,
@@ -416,8 +429,17 @@ fn serve(args: Args) -> Result<(), String> {
             grace: Duration::from_secs(5),
             max_streams: args.grpc_max_streams.max(1),
         };
+        let playground = match args.playground {
+            Switch::On => {
+                let settings = a2a::playground::Settings { public_url, allow: playground_allow };
+                let playground = a2a::playground::Playground::new(settings).map_err(|e| e.message)?;
+                tracing::info!(url = %playground.url(), "playground");
+                Some(std::sync::Arc::new(playground) as std::sync::Arc<dyn a2a::server::Routes>)
+            }
+            Switch::Off => None,
+        };
         // One server for both listeners: one connection cap, one budget of request bytes.
-        let server = Server::new(embedded.service, limits);
+        let server = Server::with_routes(embedded.service, limits, playground);
         if let Some((listener, addr)) = grpc {
             tracing::info!(%addr, "gRPC listening");
             let server = server.clone();

@@ -59,11 +59,18 @@ pub struct Deliverer {
     signer: Option<WebhookSigner>,
 }
 
+/// An HTTP client that reaches only what `allow` and the SSRF guard let through: names resolved by
+/// the guarded resolver (the address checked is the one connected to), no redirects. A caller still
+/// judges an address host itself ([`check_literal`]): it never reaches the resolver.
+pub fn guarded_client(allow: &AllowList) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .dns_resolver(Arc::new(GuardedResolver { allow: allow.clone() }))
+        .redirect(reqwest::redirect::Policy::none())
+}
+
 impl Deliverer {
     pub fn new(allow: AllowList, timeout: Duration) -> Result<Self> {
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver { allow: allow.clone() }))
-            .redirect(reqwest::redirect::Policy::none())
+        let client = guarded_client(&allow)
             .timeout(timeout)
             .connect_timeout(timeout)
             .user_agent(concat!("a2a-serverless/", env!("CARGO_PKG_VERSION")))

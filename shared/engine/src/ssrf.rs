@@ -50,6 +50,13 @@ impl AllowList {
         Ok(list)
     }
 
+    /// This list with `other`'s networks and names added.
+    pub fn and(mut self, other: &AllowList) -> Self {
+        self.nets.extend(other.nets.iter().copied());
+        self.names.extend(other.names.iter().cloned());
+        self
+    }
+
     pub fn allows(&self, ip: IpAddr) -> bool {
         self.nets.iter().any(|(net, len)| in_net(ip, *net, *len))
     }

@@ -37,7 +37,7 @@ impl std::fmt::Debug for Body {
 
 pub type HttpResponse = Response<Body>;
 
-pub(crate) const JSON: &str = "application/json";
+pub const JSON: &str = "application/json";
 
 /// True for `application/json` and `application/*+json` (parameters allowed).
 pub(crate) fn is_json_content_type(headers: &http::HeaderMap) -> bool {
@@ -58,7 +58,7 @@ pub(crate) fn require_json(headers: &http::HeaderMap) -> a2a_protocol::error::Re
         .with("contentType", got.to_string()))
 }
 
-pub(crate) fn json_response(status: StatusCode, body: impl Into<Bytes>) -> HttpResponse {
+pub fn json_response(status: StatusCode, body: impl Into<Bytes>) -> HttpResponse {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, HeaderValue::from_static(JSON))
@@ -142,7 +142,7 @@ pub(crate) fn sse_response(stream: BoxStream<'static, Bytes>, keep_alive: std::t
         .unwrap_or_else(|_| internal_response())
 }
 
-pub(crate) fn internal_response() -> HttpResponse {
+pub fn internal_response() -> HttpResponse {
     let mut r = Response::new(Body::Full(Bytes::from_static(
         br#"{"error":{"code":500,"status":"INTERNAL","message":"Internal error"}}"#,
     )));

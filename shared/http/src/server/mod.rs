@@ -83,6 +83,25 @@ pub const DEFAULT_MAX_STREAMS: u32 = 32;
 /// Descriptors kept free of client connections (listeners, the store, outbound calls, logs).
 const RESERVED_DESCRIPTORS: usize = 64;
 
+/// Pages and APIs the embedded server serves beside A2A (the playground of a2a-local): a path it
+/// owns never reaches the A2A service. Its requests get the server's framing checks, deadlines and
+/// connection cap; the body is read up to [`Routes::max_body`].
+#[async_trait::async_trait]
+pub trait Routes: Send + Sync {
+    /// Whether `path` is one of these routes.
+    fn owns(&self, path: &str) -> bool;
+    /// Largest body one of these routes reads.
+    fn max_body(&self) -> usize;
+    /// Whether `path` is served without the service's authentication (a page, a webhook catcher).
+    fn is_public(&self, path: &str) -> bool;
+    /// Serves a request; `caller` is the service's authentication of it (not done for a public path).
+    async fn handle(
+        &self,
+        req: http::Request<Bytes>,
+        caller: Option<a2a_engine::auth::Principal>,
+    ) -> crate::service::HttpResponse;
+}
+
 /// The embedded server: what both listeners share (the connection cap, the shutdown of open
 /// streams; the budgets of bytes in flight are the service's).
 pub struct Server {
@@ -90,10 +109,16 @@ pub struct Server {
     limits: ServerLimits,
     connections: Arc<Semaphore>,
     stopping: CancellationToken,
+    routes: Option<Arc<dyn Routes>>,
 }
 
 impl Server {
     pub fn new(service: Arc<Service>, limits: ServerLimits) -> Arc<Self> {
+        Self::with_routes(service, limits, None)
+    }
+
+    /// A server that also serves `routes` (paths they own go to them, not to the A2A service).
+    pub fn with_routes(service: Arc<Service>, limits: ServerLimits, routes: Option<Arc<dyn Routes>>) -> Arc<Self> {
         let max_connections = descriptor_room(limits.max_connections.max(1));
         let limits = ServerLimits { max_connections, ..limits };
         Arc::new(Self {
@@ -101,6 +126,7 @@ impl Server {
             service,
             limits,
             stopping: CancellationToken::new(),
+            routes,
         })
     }
 
@@ -231,6 +257,9 @@ async fn serve_request(
     if let Some(err) = host_error(&parts) {
         return Ok(refusal(&path, &err, StatusCode::BAD_REQUEST));
     }
+    if let Some(routes) = server.routes.clone().filter(|r| r.owns(&path)) {
+        return Ok(serve_routes(&server, routes.as_ref(), parts, body).await);
+    }
     let service = &server.service;
     let limits = &server.limits;
     // A caller the service will refuse does not get to send a large body first.
@@ -285,6 +314,52 @@ async fn serve_request(
     let response = service.handle(hyper::Request::from_parts(parts, bytes)).await;
     drop(held);
     Ok(to_hyper(response, &server.stopping))
+}
+
+/// A request for the extra [`Routes`]: authenticated by the service unless the path is public (a
+/// caller the service refuses gets its refusal), its body read within the routes' limit.
+async fn serve_routes(
+    server: &Server,
+    routes: &dyn Routes,
+    parts: http::request::Parts,
+    body: Incoming,
+) -> hyper::Response<OutBody> {
+    let path = parts.uri.path().to_string();
+    let caller = if routes.is_public(&path) {
+        None
+    } else {
+        match server.service.authenticate(&parts).await {
+            Ok(principal) => Some(principal),
+            Err(err) => {
+                let status = StatusCode::from_u16(err.spec().http_status).unwrap_or(StatusCode::UNAUTHORIZED);
+                return refusal(&path, &err, status);
+            }
+        }
+    };
+    let max_body = routes.max_body();
+    let declared =
+        parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.trim().parse::<usize>().ok());
+    let limit = || {
+        let err =
+            A2aError::new(ErrorKind::PayloadTooLarge, format!("request body exceeds the limit of {max_body} bytes"));
+        refusal(&path, &err, StatusCode::PAYLOAD_TOO_LARGE)
+    };
+    if declared.is_some_and(|n| n > max_body) {
+        return limit();
+    }
+    let read = body::read(body, max_body, declared, &server.service.requests);
+    let (bytes, held) = match tokio::time::timeout(server.limits.body_timeout, read).await {
+        Ok(Ok(read)) => read,
+        Ok(Err(body::Refused::TooLarge)) => return limit(),
+        Ok(Err(body::Refused::Busy(err))) => return refusal(&path, &err, StatusCode::SERVICE_UNAVAILABLE),
+        Ok(Err(body::Refused::Broken(_))) | Err(_) => {
+            let err = A2aError::invalid_request("the request body did not arrive intact");
+            return refusal(&path, &err, StatusCode::BAD_REQUEST);
+        }
+    };
+    let response = routes.handle(hyper::Request::from_parts(parts, bytes), caller).await;
+    drop(held);
+    to_hyper(response, &server.stopping)
 }
 
 fn has_body(parts: &http::request::Parts) -> bool {

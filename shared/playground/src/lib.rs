@@ -1,0 +1,138 @@
+//! The playground of `a2a-local` (`/playground`): a page that talks to this agent or any A2A agent
+//! by URL — its card checked against the 1.0 and 0.3 shapes with its signature verified, chat with
+//! streaming, INPUT_REQUIRED answered in place, cancel and resubscribe, the task list, push
+//! deliveries caught and their signatures verified, and a raw console of every call — with what the
+//! page cannot do from a browser done here:
+//!
+//! - [`relay`]: forwards the page's calls to the agent (no CORS needed, credentials never stored or
+//!   logged); it reaches loopback and public addresses only, the SSRF guard of webhooks;
+//! - [`catcher`]: webhook URLs on this host that keep the last deliveries and stream them to the
+//!   page, each signature checked against the sending agent's JWKS;
+//! - [`inspect`]: the card report.
+//!
+//! The page is plain HTML, CSS and JavaScript modules built into the binary ([`assets`]): nothing is
+//! fetched from elsewhere, nothing is built. See docs/playground.md.
+
+mod assets;
+pub mod catcher;
+pub mod inspect;
+pub mod relay;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, Method, Request, Response, StatusCode};
+
+use a2a_engine::auth::Principal;
+use a2a_engine::ssrf::AllowList;
+use a2a_http::response::{rest_error, Body, HttpResponse};
+use a2a_http::server::Routes;
+use a2a_protocol::error::{A2aError, ErrorKind, Result};
+
+/// Where the playground lives.
+pub const PREFIX: &str = "/playground";
+/// Largest request body a playground route reads (a relayed call, a delivery).
+pub const MAX_BODY: usize = 4 << 20;
+
+/// What the playground is allowed.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// This host's public URL (the catchers' URLs are under it).
+    pub public_url: String,
+    /// What the relay may reach besides public addresses and loopback (the webhook allow-list).
+    pub allow: AllowList,
+}
+
+/// The playground's routes, for [`a2a_http::server::Server::with_routes`].
+pub struct Playground {
+    relay: relay::Relay,
+    catchers: Arc<catcher::Catchers>,
+    public_url: String,
+}
+
+impl Playground {
+    pub fn new(settings: Settings) -> Result<Self> {
+        let allow = relay::reachable(&settings.allow);
+        let relay = relay::Relay::new(allow.clone())?;
+        let catchers = Arc::new(catcher::Catchers::new(relay.client().clone(), allow));
+        let public_url = settings.public_url.trim_end_matches('/').to_string();
+        Ok(Self { relay, catchers, public_url })
+    }
+
+    /// The page's URL.
+    pub fn url(&self) -> String {
+        format!("{}{PREFIX}/", self.public_url)
+    }
+}
+
+#[async_trait::async_trait]
+impl Routes for Playground {
+    fn owns(&self, path: &str) -> bool {
+        path == PREFIX || path.starts_with("/playground/")
+    }
+
+    fn max_body(&self) -> usize {
+        MAX_BODY
+    }
+
+    fn is_public(&self, path: &str) -> bool {
+        // The page and its files carry nothing; a catcher's id is its capability (the agent posts
+        // there without this host's credentials). The APIs that act are authenticated.
+        !path.starts_with("/playground/api/")
+    }
+
+    async fn handle(&self, req: Request<Bytes>, caller: Option<Principal>) -> HttpResponse {
+        let (parts, body) = req.into_parts();
+        let path = parts.uri.path();
+        let rest = path.strip_prefix(PREFIX).unwrap_or_default().trim_start_matches('/');
+        let segments: Vec<&str> = rest.split('/').collect();
+        let method = &parts.method;
+        match (method, segments.as_slice()) {
+            (&Method::GET | &Method::HEAD, [""]) if path == PREFIX => redirect(&format!("{PREFIX}/")),
+            (&Method::GET | &Method::HEAD, [file]) => assets::serve(file, &parts.headers),
+            (&Method::POST, ["hooks", id]) => self.catchers.receive(id, &parts.headers, body).await,
+            (_, ["api", ..]) if caller.is_none() => rest_error(&A2aError::unauthenticated("authentication required")),
+            (&Method::POST, ["api", "relay"]) => self.relay.forward(&body).await,
+            (&Method::POST, ["api", "card"]) => inspect::card(&self.relay, &body).await,
+            (&Method::POST, ["api", "catchers"]) => {
+                self.catchers.create(&format!("{}{PREFIX}/hooks", self.public_url), &body)
+            }
+            (&Method::GET, ["api", "catchers", id, "deliveries"]) => self.catchers.watch(id),
+            (
+                _,
+                [""]
+                | [_]
+                | ["hooks", _]
+                | ["api", "relay" | "card" | "catchers"]
+                | ["api", "catchers", _, "deliveries"],
+            ) => rest_error(&A2aError::new(ErrorKind::MethodNotAllowed, format!("{method} is not served on {path}"))),
+            _ => rest_error(&A2aError::new(ErrorKind::MethodNotFound, format!("no playground route {path}"))),
+        }
+    }
+}
+
+fn redirect(to: &str) -> HttpResponse {
+    Response::builder()
+        .status(StatusCode::MOVED_PERMANENTLY)
+        .header(header::LOCATION, to)
+        .body(Body::Full(Bytes::new()))
+        .unwrap_or_else(|_| a2a_http::response::internal_response())
+}
+
+/// A JSON answer.
+pub(crate) fn json(status: StatusCode, value: &serde_json::Value) -> HttpResponse {
+    let mut response = a2a_http::response::json_response(status, value.to_string());
+    response.headers_mut().insert(header::CACHE_CONTROL, http::HeaderValue::from_static("no-store"));
+    response
+}
+
+/// Reads a JSON request body, naming what is wrong.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| A2aError::invalid_request(format!("the request body: {e}")))
+}
+
+/// The SSRF guard's refusal of a URL, for a field of the playground's own (the guard speaks of
+/// webhooks and names its own field).
+pub(crate) fn unprefixed(e: &A2aError) -> String {
+    e.message.trim_start_matches("url: ").replace("webhook address", "address")
+}
