@@ -139,7 +139,8 @@ def page(browser, host, shots):
 def test_the_card_is_read_checked_and_its_signature_verified(page, host):
     page.until("the card report", lambda: page.by("#card-report").is_displayed())
     assert page.text("#card-written-for") == "written for A2A 1.0"
-    assert page.text("#card-v1") == "1.0: complete"
+    assert page.text("#card-v1") == "1.0: complete"  # the 1.0.1 JSON schema and the members the proto requires
+    assert page.text("#card-v03") == "0.3: complete"  # what a 0.3 client reads there, against the 0.3.0 schema
     page.until("the signature check", lambda: page.text("#card-signature").startswith("signature verified"))
     assert "es256" in page.text("#card-signature")
     bindings = [row.text for row in page.all("#card-interfaces tbody tr")]
@@ -273,6 +274,10 @@ def test_another_agent_through_the_relay(page, sdk_agent):
     box.send_keys(sdk_agent)
     page.by("#connect-button").click()
     page.until("the other agent's card", lambda: page.text("#card-state").startswith(f"Card read from {sdk_agent}"))
+    # The a2a-sdk 1.x server serves a 1.0 card only: a 0.3 client would miss its url and protocolVersion.
+    assert page.text("#card-v1") == "1.0: complete"
+    assert page.text("#card-v03") == "0.3: 2 problem(s)"
+    assert "0.3: $.url: is required" in page.text("#card-problems")
     page.tab("chat")
     page.by("#new-task").click()
     page.send("slow one two three")
@@ -306,3 +311,44 @@ def test_the_page_fits_a_phone(page, host):
         page.shot("phone")
     finally:
         page.d.set_window_size(1280, 800)
+
+
+def test_the_http_json_binding_streams_too(page, host):
+    page.d.get(f"{host}/playground/")
+    page.until("the card report", lambda: page.by("#card-report").is_displayed())
+    page.tab("chat")
+    page.by("#binding").send_keys("HTTP+JSON")
+    assert page.by("#binding").get_attribute("value") == "rest"
+    page.send("over rest now")
+    page.until("the task completing over HTTP+JSON", lambda: page.state() == "completed")
+    assert page.artifact() == "You said: over rest now"
+    page.tab("console")
+    assert "/message:stream" in page.text("#console li")
+    page.shot("http-json")
+
+
+def test_an_api_key_typed_in_the_page_reaches_a_host_that_requires_it(browser, agent, shots):
+    key = "k-" + os.urandom(8).hex()
+    log_path = shots / "a2a-local-api-key.log"
+    with open(log_path, "w") as log:
+        base, proc = a2a_local(["--agent-url", agent, "--api-keys", f"alice:{key}"], log=log)
+        try:
+            p = Page(browser, shots)
+            browser.get(f"{base}/playground/")
+            p.until("the request for credentials", lambda: "requires credentials" in p.text("#card-state"))
+            assert p.by("#credentials").get_attribute("open") is not None
+            p.by("#api-key").send_keys(key + "-wrong")
+            p.by("#connect-button").click()
+            p.until("the refusal of a wrong key", lambda: "requires credentials" in p.text("#card-state"))
+            p.by("#api-key").clear()
+            p.by("#api-key").send_keys(key)
+            assert p.text("#credentials-state") == "(X-API-Key)"
+            p.by("#connect-button").click()
+            p.until("the card report", lambda: p.by("#card-report").is_displayed())
+            p.tab("chat")
+            p.send("with the key")
+            p.until("the task completing", lambda: p.state() == "completed")
+            p.shot("api-key")
+        finally:
+            stop(proc)
+    assert key not in log_path.read_text(), "the key was logged"

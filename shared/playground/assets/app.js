@@ -214,6 +214,12 @@ async function connect(url) {
     method: "POST", headers: { "Content-Type": "application/json", ...credentialHeadersForHost() }, body: JSON.stringify({ url: state.base }),
   });
   const report = await answer.json();
+  if (answer.status === 401) {
+    // This host asks its own credentials of the playground's calls: the same ones its agent takes.
+    $("card-state").textContent = "This host requires credentials: enter them under Credentials, then Connect.";
+    $("credentials").open = true;
+    return;
+  }
   if (!answer.ok) {
     $("card-state").textContent = `No card: ${report.error?.message || answer.status}`;
     return;
@@ -230,7 +236,8 @@ async function connect(url) {
   const sig = report.signature;
   const sigText = { verified: `signature verified (${sig.kid}, ${sig.alg})`, unsigned: "not signed", failed: `signature failed: ${sig.detail}` }[sig.status];
   badge($("card-signature"), sigText, { verified: "ok", unsigned: "warn", failed: "bad" }[sig.status]);
-  $("card-problems").replaceChildren(...report[report.writtenFor === "0.3" ? "v03" : "v1"].problems.map((p) => el("li", { text: p })));
+  const problems = [...report.v1.problems.map((p) => `1.0: ${p}`), ...report.v03.problems.map((p) => `0.3: ${p}`)];
+  $("card-problems").replaceChildren(...problems.map((p) => el("li", { text: p })));
   $("card-interfaces").tBodies[0].replaceChildren(...report.interfaces.map((i) => el("tr", {}, el("td", { text: i.binding }), el("td", { text: i.version ?? "" }), el("td", { text: i.url }))));
   $("card-schemes").replaceChildren(...(report.securitySchemes.length ? report.securitySchemes.map((s) => el("li", { text: `${s.name}: ${s.kind}` })) : [el("li", { text: "none (no credentials needed)" })]));
   const oauth = report.securitySchemes.map((s) => s.scheme?.oauth2SecurityScheme?.flows?.clientCredentials?.tokenUrl).find(Boolean);

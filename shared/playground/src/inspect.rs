@@ -11,6 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::relay::Relay;
+use crate::schema;
 use a2a_http::response::{rest_error, HttpResponse};
 use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::paths::{JWKS_PATH, LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
@@ -18,24 +19,13 @@ use a2a_protocol::paths::{JWKS_PATH, LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
 /// Most bytes of a card read.
 const MAX_CARD: usize = 1 << 20;
 
-/// Members a 1.0 card carries (spec §4.4.1; the proto marks them REQUIRED).
+/// Members a 1.0 card carries (spec §4.4.1; the proto marks them REQUIRED, which the JSON schema
+/// generated from it does not say).
 const REQUIRED_V1: &[&str] = &[
     "name",
     "description",
     "supportedInterfaces",
     "version",
-    "capabilities",
-    "defaultInputModes",
-    "defaultOutputModes",
-    "skills",
-];
-/// Members a 0.3 card carries (the 0.3 JSON schema's `required`).
-const REQUIRED_V03: &[&str] = &[
-    "name",
-    "description",
-    "url",
-    "version",
-    "protocolVersion",
     "capabilities",
     "defaultInputModes",
     "defaultOutputModes",
@@ -76,10 +66,11 @@ async fn report(relay: &Relay, body: &[u8]) -> Result<Value> {
     let Some((card_url, card)) = found else {
         return Err(A2aError::invalid_field("url", format!("no agent card there: {}", tried.join("; "))));
     };
-    let v1 = missing(&card, REQUIRED_V1);
+    let mut v1 = missing(&card, REQUIRED_V1);
+    v1.extend(schema::v1().check(schema::V1_CARD, &card));
     // What a 0.3 client reads there (a host that serves both versions negotiates by the header).
     let card03 = fetch_json(relay.client(), card_url.as_str(), "0.3").await.unwrap_or_else(|_| card.clone());
-    let v03 = missing(&card03, REQUIRED_V03);
+    let v03 = schema::v03().check(schema::V03_CARD, &card03);
     let written_for = if card.get("supportedInterfaces").is_some() {
         "1.0"
     } else if card.get("protocolVersion").is_some() {

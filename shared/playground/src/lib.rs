@@ -17,6 +17,7 @@ mod assets;
 pub mod catcher;
 pub mod inspect;
 pub mod relay;
+pub mod schema;
 
 use std::sync::Arc;
 
