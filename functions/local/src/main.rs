@@ -431,7 +431,8 @@ fn serve(args: Args) -> Result<(), String> {
         };
         let playground = match args.playground {
             Switch::On => {
-                let settings = a2a::playground::Settings { public_url, allow: playground_allow };
+                let token_urls = a2a::playground::token::token_urls(&embedded.engine.card.card);
+                let settings = a2a::playground::Settings { public_url, allow: playground_allow, token_urls };
                 let playground = a2a::playground::Playground::new(settings).map_err(|e| e.message)?;
                 tracing::info!(url = %playground.url(), "playground");
                 Some(std::sync::Arc::new(playground) as std::sync::Arc<dyn a2a::server::Routes>)

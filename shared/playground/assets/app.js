@@ -60,8 +60,19 @@ for (const id of ["api-key", "api-key-header", "bearer"]) $(id).addEventListener
 $("get-token").addEventListener("click", async () => {
   const form = new URLSearchParams({ grant_type: "client_credentials", client_id: $("client-id").value, client_secret: $("client-secret").value });
   if ($("scope").value) form.set("scope", $("scope").value);
+  if ($("resource").value) form.set("resource", $("resource").value);
   $("token-state").textContent = "asking…";
-  const answer = await relay("POST", $("token-url").value, { "Content-Type": "application/x-www-form-urlencoded" }, form.toString(), { secret: true });
+  let answer;
+  if (thisHost()) {
+    // This host's own token URL: asked without credentials for this host (the page has none yet).
+    const asked = await fetch("/playground/api/token", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ tokenUrl: $("token-url").value, form: form.toString() }),
+    });
+    answer = { ok: asked.ok, status: asked.status, json: () => asked.json() };
+    logCall({ method: "POST", url: $("token-url").value, headers: {}, body: "(form with credentials, not shown)" }).status(asked.status);
+  } else {
+    answer = await relay("POST", $("token-url").value, { "Content-Type": "application/x-www-form-urlencoded" }, form.toString(), { secret: true });
+  }
   const body = await answer.json().catch(() => ({}));
   if (answer.ok && body.access_token) {
     state.token = body.access_token;
@@ -121,8 +132,11 @@ async function relay(method, url, headers, body, opts = {}) {
   return { ok: answer.ok, status: answer.status, relayed: answer.headers.get("x-playground-relay") !== "refused", text, json: async () => JSON.parse(text) };
 }
 // The relay itself is this host's API: it takes this host's credentials when the agent is this host.
+function thisHost() {
+  try { return new URL(state.base || location.origin).origin === location.origin; } catch { return false; }
+}
 function credentialHeadersForHost() {
-  try { return new URL(state.base).origin === location.origin ? credentialHeaders() : {}; } catch { return {}; }
+  return thisHost() ? credentialHeaders() : {};
 }
 
 // ---- A2A over the chosen binding ----------------------------------------------------------------
@@ -218,6 +232,9 @@ async function connect(url) {
     // This host asks its own credentials of the playground's calls: the same ones its agent takes.
     $("card-state").textContent = "This host requires credentials: enter them under Credentials, then Connect.";
     $("credentials").open = true;
+    // Its card is public: the token URL of its client credentials flow, if it has one.
+    const own = await fetch("/.well-known/agent-card.json", { headers: { "A2A-Version": "1.0" } }).then((r) => r.json()).catch(() => ({}));
+    offerTokenUrl(Object.values(own.securitySchemes || {}));
     return;
   }
   if (!answer.ok) {
@@ -240,12 +257,15 @@ async function connect(url) {
   $("card-problems").replaceChildren(...problems.map((p) => el("li", { text: p })));
   $("card-interfaces").tBodies[0].replaceChildren(...report.interfaces.map((i) => el("tr", {}, el("td", { text: i.binding }), el("td", { text: i.version ?? "" }), el("td", { text: i.url }))));
   $("card-schemes").replaceChildren(...(report.securitySchemes.length ? report.securitySchemes.map((s) => el("li", { text: `${s.name}: ${s.kind}` })) : [el("li", { text: "none (no credentials needed)" })]));
-  const oauth = report.securitySchemes.map((s) => s.scheme?.oauth2SecurityScheme?.flows?.clientCredentials?.tokenUrl).find(Boolean);
-  if (oauth && !$("token-url").value) $("token-url").value = oauth;
+  offerTokenUrl(report.securitySchemes.map((s) => s.scheme));
   $("card-skills").replaceChildren(...(card.skills || []).map((s) => el("li", {}, el("strong", { text: s.name || s.id }), ` — ${s.description || ""}`)));
   $("card-raw").textContent = pretty(card);
   $("card-report").hidden = false;
   $("binding").querySelector("[value=rest]").disabled = !report.interfaces.some((i) => String(i.binding).toUpperCase() === "HTTP+JSON");
+}
+function offerTokenUrl(schemes) {
+  const url = schemes.map((s) => s?.oauth2SecurityScheme?.flows?.clientCredentials?.tokenUrl).find(Boolean);
+  if (url && !$("token-url").value) $("token-url").value = url;
 }
 $("connect").addEventListener("submit", (e) => {
   e.preventDefault();

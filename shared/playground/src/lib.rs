@@ -18,6 +18,7 @@ pub mod catcher;
 pub mod inspect;
 pub mod relay;
 pub mod schema;
+pub mod token;
 
 use std::sync::Arc;
 
@@ -42,6 +43,9 @@ pub struct Settings {
     pub public_url: String,
     /// What the relay may reach besides public addresses and loopback (the webhook allow-list).
     pub allow: AllowList,
+    /// The token URLs of this host's card (its OAuth 2.0 client credentials flows), which the page
+    /// may ask a token of before it has credentials for this host ([`token`]).
+    pub token_urls: Vec<String>,
 }
 
 /// The playground's routes, for [`a2a_http::server::Server::with_routes`].
@@ -49,6 +53,7 @@ pub struct Playground {
     relay: relay::Relay,
     catchers: Arc<catcher::Catchers>,
     public_url: String,
+    token_urls: Vec<String>,
 }
 
 impl Playground {
@@ -57,7 +62,7 @@ impl Playground {
         let relay = relay::Relay::new(allow.clone())?;
         let catchers = Arc::new(catcher::Catchers::new(relay.client().clone(), allow));
         let public_url = settings.public_url.trim_end_matches('/').to_string();
-        Ok(Self { relay, catchers, public_url })
+        Ok(Self { relay, catchers, public_url, token_urls: settings.token_urls })
     }
 
     /// The page's URL.
@@ -78,8 +83,9 @@ impl Routes for Playground {
 
     fn is_public(&self, path: &str) -> bool {
         // The page and its files carry nothing; a catcher's id is its capability (the agent posts
-        // there without this host's credentials). The APIs that act are authenticated.
-        !path.starts_with("/playground/api/")
+        // there without this host's credentials); the token API reaches this card's token URLs
+        // only. The APIs that act are authenticated.
+        !path.starts_with("/playground/api/") || path == "/playground/api/token"
     }
 
     async fn handle(&self, req: Request<Bytes>, caller: Option<Principal>) -> HttpResponse {
@@ -92,6 +98,7 @@ impl Routes for Playground {
             (&Method::GET | &Method::HEAD, [""]) if path == PREFIX => redirect(&format!("{PREFIX}/")),
             (&Method::GET | &Method::HEAD, [file]) => assets::serve(file, &parts.headers),
             (&Method::POST, ["hooks", id]) => self.catchers.receive(id, &parts.headers, body).await,
+            (&Method::POST, ["api", "token"]) => token::forward(self.relay.client(), &self.token_urls, &body).await,
             (_, ["api", ..]) if caller.is_none() => rest_error(&A2aError::unauthenticated("authentication required")),
             (&Method::POST, ["api", "relay"]) => self.relay.forward(&body).await,
             (&Method::POST, ["api", "card"]) => inspect::card(&self.relay, &body).await,
@@ -104,7 +111,7 @@ impl Routes for Playground {
                 [""]
                 | [_]
                 | ["hooks", _]
-                | ["api", "relay" | "card" | "catchers"]
+                | ["api", "relay" | "card" | "catchers" | "token"]
                 | ["api", "catchers", _, "deliveries"],
             ) => rest_error(&A2aError::new(ErrorKind::MethodNotAllowed, format!("{method} is not served on {path}"))),
             _ => rest_error(&A2aError::new(ErrorKind::MethodNotFound, format!("no playground route {path}"))),
