@@ -84,10 +84,11 @@ def browser():
 
 
 class Page:
+    shots_taken = 0  # one numbering for every page of the run, so the screenshots sort in order
+
     def __init__(self, driver, shots):
         self.d = driver
         self.shots = shots
-        self.n = 0
 
     def by(self, css):
         return self.d.find_element(By.CSS_SELECTOR, css)
@@ -107,8 +108,8 @@ class Page:
             raise AssertionError(f"{what}: not seen in {seconds} s") from e
 
     def shot(self, name):
-        self.n += 1
-        self.d.save_screenshot(str(self.shots / f"{self.n:02d}-{name}.png"))
+        Page.shots_taken += 1
+        self.d.save_screenshot(str(self.shots / f"{Page.shots_taken:02d}-{name}.png"))
 
     def tab(self, name):
         self.by(f"#tab-{name}").click()
@@ -248,6 +249,16 @@ def test_every_call_is_in_the_console_and_copyable(page):
     buttons = [b.text for b in page.all("#console li button")]
     assert "Copy as curl" in buttons and "Copy as a2a" in buttons
     page.shot("console")
+    # The copied lines run: the ListTasks call as curl, and as the a2a command line.
+    listed = [c for c in calls if '"ListTasks"' in c.text]
+    assert listed, [c.text[:80] for c in calls]
+    copies = {b.text: b.get_attribute("data-copy") for b in listed[0].find_elements(By.CSS_SELECTOR, "button")}
+    out = subprocess.run(["bash", "-c", copies["Copy as curl"]], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and '"tasks"' in out.stdout, (copies["Copy as curl"], out.stdout, out.stderr)
+    cli = copies["Copy as a2a"].split(" ", 1)[1]
+    out = subprocess.run(["bash", "-c", f'"$A2A_BIN" --json {cli}'], capture_output=True, text=True, timeout=30,
+                         env={**os.environ, "A2A_BIN": required("A2A_BIN")})
+    assert out.returncode == 0 and '"id"' in out.stdout, (cli, out.stdout, out.stderr)
 
 
 def test_a_stream_resumes_after_a_reload(page, host):
@@ -309,7 +320,15 @@ def test_the_page_fits_a_phone(page, host):
         width = page.d.execute_script("return [document.documentElement.scrollWidth, window.innerWidth]")
         assert width[0] <= width[1], f"the page scrolls sideways at phone width: {width}"
         page.shot("phone")
+        # Dark by the system setting.
+        background = "return getComputedStyle(document.body).backgroundColor"
+        light = page.d.execute_script(background)
+        page.d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": [{"name": "prefers-color-scheme", "value": "dark"}]})
+        dark = page.d.execute_script(background)
+        assert light == "rgb(255, 255, 255)" and dark == "rgb(13, 17, 23)", (light, dark)
+        page.shot("phone-dark")
     finally:
+        page.d.execute_cdp_cmd("Emulation.setEmulatedMedia", {"features": []})
         page.d.set_window_size(1280, 800)
 
 

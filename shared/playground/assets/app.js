@@ -89,9 +89,7 @@ function logCall(entry) {
     el("div", { class: "row" }, el("strong", { text: `${entry.method} ${entry.url}` }), el("span", { class: "state", text: "…" })),
   );
   if (entry.body) item.append(el("pre", { text: entry.body.length > 4000 ? entry.body.slice(0, 4000) + "…" : entry.body }));
-  const copyCurl = el("button", { type: "button", text: "Copy as curl" });
-  copyCurl.addEventListener("click", () => navigator.clipboard?.writeText(curl(entry)));
-  item.append(el("div", { class: "row" }, copyCurl, entry.cli ? copyButton("Copy as a2a", entry.cli) : null));
+  item.append(el("div", { class: "row" }, copyButton("Copy as curl", curl(entry)), entry.cli ? copyButton("Copy as a2a", entry.cli) : null));
   const answer = el("pre", { class: "answer" });
   item.append(answer);
   $("console").prepend(item);
@@ -101,7 +99,7 @@ function logCall(entry) {
   };
 }
 function copyButton(label, text) {
-  const b = el("button", { type: "button", text: label });
+  const b = el("button", { type: "button", text: label, "data-copy": text });
   b.addEventListener("click", () => navigator.clipboard?.writeText(text));
   return b;
 }
