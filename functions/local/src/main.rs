@@ -432,10 +432,11 @@ fn serve(args: Args) -> Result<(), String> {
         let playground = match args.playground {
             Switch::On => {
                 let token_urls = a2a::playground::token::token_urls(&embedded.engine.card.card);
-                let settings = a2a::playground::Settings { public_url, allow: playground_allow, token_urls };
+                let settings =
+                    a2a::playground::Settings { public_url, allow: playground_allow, token_urls, catchers: true };
                 let playground = a2a::playground::Playground::new(settings).map_err(|e| e.message)?;
                 tracing::info!(url = %playground.url(), "playground");
-                Some(std::sync::Arc::new(playground) as std::sync::Arc<dyn a2a::server::Routes>)
+                Some(std::sync::Arc::new(playground) as std::sync::Arc<dyn a2a::routes::Routes>)
             }
             Switch::Off => None,
         };

@@ -11,6 +11,7 @@ pub mod rest;
 pub mod rest03;
 pub mod rest_input;
 pub mod router;
+pub mod routes;
 #[cfg(feature = "server")]
 pub mod server;
 pub mod service;

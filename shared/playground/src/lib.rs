@@ -28,7 +28,7 @@ use http::{header, Method, Request, Response, StatusCode};
 use a2a_engine::auth::Principal;
 use a2a_engine::ssrf::AllowList;
 use a2a_http::response::{rest_error, Body, HttpResponse};
-use a2a_http::server::Routes;
+use a2a_http::routes::Routes;
 use a2a_protocol::error::{A2aError, ErrorKind, Result};
 
 /// Where the playground lives.
@@ -46,6 +46,9 @@ pub struct Settings {
     /// The token URLs of this host's card (its OAuth 2.0 client credentials flows), which the page
     /// may ask a token of before it has credentials for this host ([`token`]).
     pub token_urls: Vec<String>,
+    /// Whether webhook catchers are served: they keep deliveries in this process's memory, so they
+    /// need one long-lived process (a2a-local), not a fleet of Lambda environments.
+    pub catchers: bool,
 }
 
 /// The playground's routes, for [`a2a_http::server::Server::with_routes`].
@@ -54,6 +57,7 @@ pub struct Playground {
     catchers: Arc<catcher::Catchers>,
     public_url: String,
     token_urls: Vec<String>,
+    catchers_served: bool,
 }
 
 impl Playground {
@@ -62,7 +66,7 @@ impl Playground {
         let relay = relay::Relay::new(allow.clone())?;
         let catchers = Arc::new(catcher::Catchers::new(relay.client().clone(), allow));
         let public_url = settings.public_url.trim_end_matches('/').to_string();
-        Ok(Self { relay, catchers, public_url, token_urls: settings.token_urls })
+        Ok(Self { relay, catchers, public_url, token_urls: settings.token_urls, catchers_served: settings.catchers })
     }
 
     /// The page's URL.
@@ -97,6 +101,10 @@ impl Routes for Playground {
         match (method, segments.as_slice()) {
             (&Method::GET | &Method::HEAD, [""]) if path == PREFIX => redirect(&format!("{PREFIX}/")),
             (&Method::GET | &Method::HEAD, [file]) => assets::serve(file, &parts.headers),
+            (_, ["hooks", _] | ["api", "catchers", ..]) if !self.catchers_served => rest_error(&A2aError::new(
+                ErrorKind::UnsupportedOperation,
+                "webhook catchers keep deliveries in one process's memory: use the playground of a2a-local",
+            )),
             (&Method::POST, ["hooks", id]) => self.catchers.receive(id, &parts.headers, body).await,
             (&Method::POST, ["api", "token"]) => token::forward(self.relay.client(), &self.token_urls, &body).await,
             (_, ["api", ..]) if caller.is_none() => rest_error(&A2aError::unauthenticated("authentication required")),

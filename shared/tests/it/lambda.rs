@@ -15,7 +15,7 @@ use a2a::auth::{AuthSettings, OidcSettings};
 use a2a::card::default_card;
 use a2a::executor::http::{HttpAgent, HttpAgentConfig};
 use a2a::executor::{AgentExecutor, EchoAgent};
-use a2a::lambda::http::{handle, handle_streaming, Endpoint};
+use a2a::lambda::http::{handle, handle_streaming, handle_streaming_with, Endpoint};
 use a2a::lambda::sqs::{deliver_pushes, run_tasks};
 use a2a::lambda::{Deps, LambdaSettings};
 use a2a::operation::Operation;
@@ -696,4 +696,55 @@ async fn check_signatures(w: &World, signatures: usize) -> Vec<Value> {
         base64::Engine::encode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, sha2::Sha256::digest(&hit.raw));
     assert_eq!(claims["body_sha256"].as_str(), Some(digest.as_str()));
     keys
+}
+
+/// `http-stream` with `PLAYGROUND=on` serves the page and its relay behind its own authentication,
+/// refuses what the relay may not reach, and serves no webhook catchers (a delivery could reach
+/// another execution environment); without it the paths are A2A's, and not found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_function_serves_the_playground_when_asked() {
+    if !common::aws_available() {
+        return;
+    }
+    use a2a::playground::{Playground, Settings};
+    let w = world("").await;
+    let settings =
+        Settings { public_url: "https://agent.example".into(), allow: AllowList::default(), token_urls: Vec::new(), catchers: false };
+    let playground = Playground::new(settings).unwrap();
+    let fixture = "function-url_stream_subscribe.json";
+    let call = |method: &'static str, path: &'static str, body: Option<Value>| {
+        let mut event = with_claims(fixture, None, method, path);
+        if let Some(body) = body {
+            *event.body_mut() = lambda_http::Body::Text(body.to_string());
+        }
+        event
+    };
+    let read = |resp: lambda_http::Response<_>| async move {
+        let status = resp.status().as_u16();
+        let kind = resp.headers().get("content-type").map(|v: &http::HeaderValue| v.to_str().unwrap().to_string());
+        let body: Bytes = BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+        (status, kind.unwrap_or_default(), String::from_utf8(body.to_vec()).unwrap())
+    };
+
+    let (status, kind, page) =
+        read(handle_streaming_with(&w.http.service, Some(&playground), call("GET", "/playground/", None)).await).await;
+    assert_eq!((status, kind.as_str()), (200, "text/html; charset=utf-8"));
+    assert!(page.contains("<title>A2A playground</title>"), "{page}");
+
+    let refused = json!({"url": "http://169.254.169.254/latest/meta-data/", "method": "GET"});
+    let resp = handle_streaming_with(&w.http.service, Some(&playground), call("POST", "/playground/api/relay", Some(refused))).await;
+    assert_eq!(resp.headers()["x-playground-relay"], "refused");
+    let (status, _, body) = read(resp).await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("169.254.169.254") && body.contains("\"field\":\"url\""), "{body}");
+
+    let (status, _, body) = read(
+        handle_streaming_with(&w.http.service, Some(&playground), call("POST", "/playground/api/catchers", Some(json!({})))).await,
+    )
+    .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(body.contains("use the playground of a2a-local"), "{body}");
+
+    let (status, _, body) = read(handle_streaming(&w.http.service, call("GET", "/playground/", None)).await).await;
+    assert_eq!(status, 404, "{body}");
 }

@@ -19,6 +19,7 @@ use tracing::Instrument;
 use a2a_engine::auth::GatewayClaims;
 use a2a_engine::card::is_public_path;
 use a2a_http::rest::route;
+use a2a_http::routes::Routes;
 use a2a_http::service::{
     answered, binding_of, jsonrpc_error_response, request_span, rest_error, Binding, Body, HttpResponse, Service,
 };
@@ -133,9 +134,18 @@ type Streamed = StreamBody<futures::stream::BoxStream<'static, Result<Frame<Byte
 
 /// Serves one event with response streaming: SSE frames leave as they are produced.
 pub async fn handle_streaming(service: &Service, event: Request) -> Response<Streamed> {
+    handle_streaming_with(service, None, event).await
+}
+
+/// [`handle_streaming`], with `routes` (the playground, when the function is asked to serve it)
+/// taking the paths they own.
+pub async fn handle_streaming_with(service: &Service, routes: Option<&dyn Routes>, event: Request) -> Response<Streamed> {
     let req = to_request(event);
     let span = request_span(req.method(), req.uri().path(), req.headers());
-    let resp = service.handle(req).instrument(span.clone()).await;
+    let resp = match routes.filter(|r| r.owns(req.uri().path())) {
+        Some(routes) => serve_routes(service, routes, req).instrument(span.clone()).await,
+        None => service.handle(req).instrument(span.clone()).await,
+    };
     answered(&span, &resp);
     drop(span);
     super::flush_telemetry().await;
@@ -147,12 +157,30 @@ pub async fn handle_streaming(service: &Service, event: Request) -> Response<Str
     Response::from_parts(parts, StreamBody::new(frames))
 }
 
+/// A request for `routes`: authenticated by the service unless the path is public, its body within
+/// the routes' limit (the embedded server's rule, `a2a_http::server`).
+async fn serve_routes(service: &Service, routes: &dyn Routes, req: http::Request<Bytes>) -> HttpResponse {
+    let max = routes.max_body();
+    if req.body().len() > max {
+        return rest_error(&A2aError::new(ErrorKind::PayloadTooLarge, format!("request body exceeds the limit of {max} bytes")));
+    }
+    if routes.is_public(req.uri().path()) {
+        return routes.handle(req, None).await;
+    }
+    let (parts, body) = req.into_parts();
+    match service.authenticate(&parts).await {
+        Ok(principal) => routes.handle(http::Request::from_parts(parts, body), Some(principal)).await,
+        Err(e) => rest_error(&e),
+    }
+}
+
 /// Runs the response-streaming function (`http-stream`, behind a Function URL in RESPONSE_STREAM
-/// mode) until the runtime stops it.
-pub async fn serve_streaming(service: Arc<Service>) -> Result<(), lambda_http::Error> {
+/// mode) until the runtime stops it; `routes` as in [`handle_streaming_with`].
+pub async fn serve_streaming(service: Arc<Service>, routes: Option<Arc<dyn Routes>>) -> Result<(), lambda_http::Error> {
     lambda_http::run_with_streaming_response(lambda_http::service_fn(move |event: Request| {
         let service = service.clone();
-        async move { Ok::<_, Infallible>(handle_streaming(&service, event).await) }
+        let routes = routes.clone();
+        async move { Ok::<_, Infallible>(handle_streaming_with(&service, routes.as_deref(), event).await) }
     }))
     .await
 }

@@ -4,6 +4,8 @@
 //! queue batches with partial batch failures.
 
 pub mod http;
+#[cfg(feature = "playground")]
+pub mod playground;
 pub mod sqs;
 
 use std::sync::Arc;

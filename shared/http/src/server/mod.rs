@@ -38,6 +38,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::routes::Routes;
 use crate::service::{binding_of, Authenticated, Binding};
 use crate::service::{Body, Service};
 use a2a_protocol::error::{A2aError, ErrorKind};
@@ -82,25 +83,6 @@ impl Default for ServerLimits {
 pub const DEFAULT_MAX_STREAMS: u32 = 32;
 /// Descriptors kept free of client connections (listeners, the store, outbound calls, logs).
 const RESERVED_DESCRIPTORS: usize = 64;
-
-/// Pages and APIs the embedded server serves beside A2A (the playground of a2a-local): a path it
-/// owns never reaches the A2A service. Its requests get the server's framing checks, deadlines and
-/// connection cap; the body is read up to [`Routes::max_body`].
-#[async_trait::async_trait]
-pub trait Routes: Send + Sync {
-    /// Whether `path` is one of these routes.
-    fn owns(&self, path: &str) -> bool;
-    /// Largest body one of these routes reads.
-    fn max_body(&self) -> usize;
-    /// Whether `path` is served without the service's authentication (a page, a webhook catcher).
-    fn is_public(&self, path: &str) -> bool;
-    /// Serves a request; `caller` is the service's authentication of it (not done for a public path).
-    async fn handle(
-        &self,
-        req: http::Request<Bytes>,
-        caller: Option<a2a_engine::auth::Principal>,
-    ) -> crate::service::HttpResponse;
-}
 
 /// The embedded server: what both listeners share (the connection cap, the shutdown of open
 /// streams; the budgets of bytes in flight are the service's).
