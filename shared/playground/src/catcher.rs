@@ -285,16 +285,6 @@ impl Catchers {
 
 /// The keys of the JWKS at `url`.
 pub(crate) async fn fetch_jwks(client: &reqwest::Client, url: &str) -> std::result::Result<Vec<Value>, String> {
-    let answer = client
-        .get(url)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .map_err(|e| format!("cannot read the JWKS at {url}: {}", e.without_url()))?;
-    if !answer.status().is_success() {
-        return Err(format!("the JWKS at {url} answered HTTP {}", answer.status().as_u16()));
-    }
-    let bytes = answer.bytes().await.map_err(|e| format!("the JWKS at {url}: {}", e.without_url()))?;
-    let jwks: Value = serde_json::from_slice(&bytes).map_err(|e| format!("the JWKS at {url} is not JSON: {e}"))?;
+    let jwks = crate::fetch_json(client, url, &[]).await.map_err(|why| format!("the JWKS at {why}"))?;
     jwks["keys"].as_array().cloned().ok_or_else(|| format!("the JWKS at {url} has no keys"))
 }

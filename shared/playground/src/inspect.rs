@@ -4,8 +4,6 @@
 //! the card's own origin (the `jku` of a signature when it is on that origin, else the well-known
 //! JWKS path): a key anyone could host proves nothing.
 
-use std::time::Duration;
-
 use http::StatusCode;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -15,9 +13,6 @@ use crate::schema;
 use a2a_http::response::{rest_error, HttpResponse};
 use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::paths::{JWKS_PATH, LEGACY_WELL_KNOWN_PATH, WELL_KNOWN_PATH};
-
-/// Most bytes of a card read.
-const MAX_CARD: usize = 1 << 20;
 
 /// Members a 1.0 card carries (spec §4.4.1; the proto marks them REQUIRED, which the JSON schema
 /// generated from it does not say).
@@ -55,7 +50,7 @@ async fn report(relay: &Relay, body: &[u8]) -> Result<Value> {
     let mut found = None;
     for path in [WELL_KNOWN_PATH, LEGACY_WELL_KNOWN_PATH] {
         let url = base.join(path).map_err(|e| A2aError::invalid_field("url", e))?;
-        match fetch_json(relay.client(), url.as_str(), "1.0").await {
+        match crate::fetch_json(relay.client(), url.as_str(), &[("a2a-version", "1.0")]).await {
             Ok(card) => {
                 found = Some((url, card));
                 break;
@@ -69,7 +64,9 @@ async fn report(relay: &Relay, body: &[u8]) -> Result<Value> {
     let mut v1 = missing(&card, REQUIRED_V1);
     v1.extend(schema::v1().check(schema::V1_CARD, &card));
     // What a 0.3 client reads there (a host that serves both versions negotiates by the header).
-    let card03 = fetch_json(relay.client(), card_url.as_str(), "0.3").await.unwrap_or_else(|_| card.clone());
+    let card03 = crate::fetch_json(relay.client(), card_url.as_str(), &[("a2a-version", "0.3")])
+        .await
+        .unwrap_or_else(|_| card.clone());
     let v03 = schema::v03().check(schema::V03_CARD, &card03);
     let written_for = if card.get("supportedInterfaces").is_some() {
         "1.0"
@@ -171,25 +168,4 @@ async fn signature(client: &reqwest::Client, card_url: &url::Url, card: &Value) 
         Ok(v) => json!({"status": "verified", "jwksUrl": jwks_url.as_str(), "kid": v.kid, "alg": v.alg}),
         Err(why) => json!({"status": "failed", "jwksUrl": jwks_url.as_str(), "detail": why}),
     }
-}
-
-async fn fetch_json(client: &reqwest::Client, url: &str, version: &str) -> std::result::Result<Value, String> {
-    let answer = client
-        .get(url)
-        .header("a2a-version", version)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .map_err(|e| format!("{url}: {}", e.without_url()))?;
-    if !answer.status().is_success() {
-        return Err(format!("{url} answered HTTP {}", answer.status().as_u16()));
-    }
-    if answer.content_length().is_some_and(|n| n as usize > MAX_CARD) {
-        return Err(format!("{url}: the card is over {MAX_CARD} bytes"));
-    }
-    let bytes = answer.bytes().await.map_err(|e| format!("{url}: {}", e.without_url()))?;
-    if bytes.len() > MAX_CARD {
-        return Err(format!("{url}: the card is over {MAX_CARD} bytes"));
-    }
-    serde_json::from_slice(&bytes).map_err(|e| format!("{url}: not JSON ({e})"))
 }

@@ -152,3 +152,33 @@ pub(crate) fn parse<T: serde::de::DeserializeOwned>(body: &[u8]) -> Result<T> {
 pub(crate) fn unprefixed(e: &A2aError) -> String {
     e.message.trim_start_matches("url: ").replace("webhook address", "address")
 }
+
+/// Most bytes of a document the playground reads for itself (a card, a JWKS).
+const MAX_DOCUMENT: usize = 1 << 20;
+
+/// GETs the JSON document at `url` with `headers`, within 10 s and [`MAX_DOCUMENT`] bytes; the
+/// error begins with the URL.
+pub(crate) async fn fetch_json(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, &str)],
+) -> std::result::Result<serde_json::Value, String> {
+    let request = headers.iter().fold(client.get(url), |r, (name, value)| r.header(*name, *value));
+    let answer = request
+        .timeout(std::time::Duration::from_secs(10))
+        .send()
+        .await
+        .map_err(|e| format!("{url}: {}", e.without_url()))?;
+    if !answer.status().is_success() {
+        return Err(format!("{url} answered HTTP {}", answer.status().as_u16()));
+    }
+    let too_large = || format!("{url}: over {MAX_DOCUMENT} bytes");
+    if answer.content_length().is_some_and(|n| n > MAX_DOCUMENT as u64) {
+        return Err(too_large());
+    }
+    let bytes = answer.bytes().await.map_err(|e| format!("{url}: {}", e.without_url()))?;
+    if bytes.len() > MAX_DOCUMENT {
+        return Err(too_large());
+    }
+    serde_json::from_slice(&bytes).map_err(|e| format!("{url}: not JSON ({e})"))
+}

@@ -708,8 +708,12 @@ async fn the_stream_function_serves_the_playground_when_asked() {
     }
     use a2a::playground::{Playground, Settings};
     let w = world("").await;
-    let settings =
-        Settings { public_url: "https://agent.example".into(), allow: AllowList::default(), token_urls: Vec::new(), catchers: false };
+    let settings = Settings {
+        public_url: "https://agent.example".into(),
+        allow: AllowList::default(),
+        token_urls: Vec::new(),
+        catchers: false,
+    };
     let playground = Playground::new(settings).unwrap();
     let fixture = "function-url_stream_subscribe.json";
     let call = |method: &'static str, path: &'static str, body: Option<Value>| {
@@ -732,14 +736,21 @@ async fn the_stream_function_serves_the_playground_when_asked() {
     assert!(page.contains("<title>A2A playground</title>"), "{page}");
 
     let refused = json!({"url": "http://169.254.169.254/latest/meta-data/", "method": "GET"});
-    let resp = handle_streaming_with(&w.http.service, Some(&playground), call("POST", "/playground/api/relay", Some(refused))).await;
+    let resp =
+        handle_streaming_with(&w.http.service, Some(&playground), call("POST", "/playground/api/relay", Some(refused)))
+            .await;
     assert_eq!(resp.headers()["x-playground-relay"], "refused");
     let (status, _, body) = read(resp).await;
     assert_eq!(status, 400, "{body}");
     assert!(body.contains("169.254.169.254") && body.contains("\"field\":\"url\""), "{body}");
 
     let (status, _, body) = read(
-        handle_streaming_with(&w.http.service, Some(&playground), call("POST", "/playground/api/catchers", Some(json!({})))).await,
+        handle_streaming_with(
+            &w.http.service,
+            Some(&playground),
+            call("POST", "/playground/api/catchers", Some(json!({}))),
+        )
+        .await,
     )
     .await;
     assert_eq!(status, 400, "{body}");

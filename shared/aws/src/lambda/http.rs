@@ -139,7 +139,11 @@ pub async fn handle_streaming(service: &Service, event: Request) -> Response<Str
 
 /// [`handle_streaming`], with `routes` (the playground, when the function is asked to serve it)
 /// taking the paths they own.
-pub async fn handle_streaming_with(service: &Service, routes: Option<&dyn Routes>, event: Request) -> Response<Streamed> {
+pub async fn handle_streaming_with(
+    service: &Service,
+    routes: Option<&dyn Routes>,
+    event: Request,
+) -> Response<Streamed> {
     let req = to_request(event);
     let span = request_span(req.method(), req.uri().path(), req.headers());
     let resp = match routes.filter(|r| r.owns(req.uri().path())) {
@@ -162,7 +166,10 @@ pub async fn handle_streaming_with(service: &Service, routes: Option<&dyn Routes
 async fn serve_routes(service: &Service, routes: &dyn Routes, req: http::Request<Bytes>) -> HttpResponse {
     let max = routes.max_body();
     if req.body().len() > max {
-        return rest_error(&A2aError::new(ErrorKind::PayloadTooLarge, format!("request body exceeds the limit of {max} bytes")));
+        return rest_error(&A2aError::new(
+            ErrorKind::PayloadTooLarge,
+            format!("request body exceeds the limit of {max} bytes"),
+        ));
     }
     if routes.is_public(req.uri().path()) {
         return routes.handle(req, None).await;
