@@ -210,6 +210,22 @@ def test_tasks_are_listed_and_one_opened(page):
     page.by("#filter-status").send_keys("TASK_STATE_CANCELED")
     page.by("#list-form button[type=submit]").click()
     page.until("the canceled ones only", lambda: {r.find_elements(By.CSS_SELECTOR, "td")[1].text for r in page.all("#tasks tbody tr")} == {"CANCELED"})
+    # Paging: two at a time, the next page holds others.
+    page.by("#filter-status").send_keys("any")
+    page.by("#page-size").clear()
+    page.by("#page-size").send_keys("2")
+    page.by("#list-form button[type=submit]").click()
+    page.until("a page of two", lambda: len(page.all("#tasks tbody tr")) == 2 and page.by("#next-page").is_enabled())
+    first = [r.find_elements(By.CSS_SELECTOR, "td")[0].text for r in page.all("#tasks tbody tr")]
+    page.by("#next-page").click()
+    page.until("the next page", lambda: [r.find_elements(By.CSS_SELECTOR, "td")[0].text for r in page.all("#tasks tbody tr")][:1] != first[:1])
+    second = [r.find_elements(By.CSS_SELECTOR, "td")[0].text for r in page.all("#tasks tbody tr")]
+    assert second and not set(first) & set(second), (first, second)
+    page.by("#filter-status").send_keys("TASK_STATE_CANCELED")
+    page.by("#page-size").clear()
+    page.by("#page-size").send_keys("20")
+    page.by("#list-form button[type=submit]").click()
+    page.until("the canceled ones again", lambda: {r.find_elements(By.CSS_SELECTOR, "td")[1].text for r in page.all("#tasks tbody tr")} == {"CANCELED"})
     page.all("#tasks tbody tr")[0].click()
     page.until("the task's detail", lambda: page.by("#task-detail").is_displayed() and "CANCELED" in page.text("#task-title"))
     assert "w0" in page.text("#task-history")
@@ -371,3 +387,28 @@ def test_an_api_key_typed_in_the_page_reaches_a_host_that_requires_it(browser, a
         finally:
             stop(proc)
     assert key not in log_path.read_text(), "the key was logged"
+
+
+def test_files_and_data_parts_are_rendered(browser, shots):
+    port = free_port()
+    agent = subprocess.Popen([sys.executable, str(Path(__file__).parent / "parts_agent.py"), str(port)],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    base, proc = a2a_local(["--agent-url", f"http://127.0.0.1:{port}/"])
+    try:
+        p = Page(browser, shots)
+        browser.get(f"{base}/playground/")
+        p.until("the card report", lambda: p.by("#card-report").is_displayed())
+        p.tab("chat")
+        p.send("show me parts")
+        p.until("the task completing", lambda: p.state() == "completed")
+        links = {a.text: a for a in p.all("#transcript li.agent .artifact a")}
+        by_bytes = links["📎 hello.txt (text/plain)"]
+        assert by_bytes.get_attribute("download") == "hello.txt"
+        assert by_bytes.get_attribute("href").startswith("data:text/plain;base64,aGVsbG8sIGZpbGUK")
+        assert links["📎 report.pdf (application/pdf)"].get_attribute("href") == "https://example.com/report.pdf"
+        data = p.by("#transcript li.agent .artifact pre").text
+        assert '"answer": 42' in data and '"items"' in data, data
+        assert "three parts follow" in p.artifact()
+        p.shot("parts")
+    finally:
+        stop(proc, agent)
