@@ -4,6 +4,7 @@ Selenium through chromedriver, against a2a-local on loopback with the Python exa
 card. Each step saves a screenshot into $A2A_TEST_LOGS/playground/. Also: a second agent (the
 official a2a-sdk server, tests/cli/sdk_agent.py) through the relay, and the relay's refusals."""
 
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import httpx
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
@@ -102,7 +104,9 @@ class Page:
 
     def until(self, what, check, seconds=WAIT):
         try:
-            return WebDriverWait(self.d, seconds, poll_frequency=0.05).until(lambda _: check())
+            # A check may read an element the page replaced meanwhile: it is read again.
+            wait = WebDriverWait(self.d, seconds, poll_frequency=0.05, ignored_exceptions=(StaleElementReferenceException,))
+            return wait.until(lambda _: check())
         except Exception as e:  # noqa: BLE001 (the screenshot says what the page showed)
             self.shot(f"failed-{what}")
             raise AssertionError(f"{what}: not seen in {seconds} s") from e
@@ -120,6 +124,11 @@ class Page:
         box.clear()
         box.send_keys(text)
         box.send_keys(Keys.CONTROL, Keys.ENTER)
+
+    def rows(self):
+        """The task table's cells, read in one go."""
+        return self.d.execute_script(
+            "return [...document.querySelectorAll('#tasks tbody tr')].map(r => [...r.cells].map(c => c.textContent))")
 
     def state(self):
         badges = self.all("#transcript li.agent .task-state")
@@ -204,28 +213,28 @@ def test_a_slow_task_is_cancelled(page):
 def test_tasks_are_listed_and_one_opened(page):
     page.tab("tasks")
     page.by("#list-form button[type=submit]").click()
-    page.until("the task list", lambda: len(page.all("#tasks tbody tr")) >= 3)
-    states = [row.find_elements(By.CSS_SELECTOR, "td")[1].text for row in page.all("#tasks tbody tr")]
-    assert {"COMPLETED", "CANCELED"} <= set(states), states
+    page.until("the task list", lambda: len(page.rows()) >= 3)
+    states = {row[1] for row in page.rows()}
+    assert {"COMPLETED", "CANCELED"} <= states, page.rows()
     page.by("#filter-status").send_keys("TASK_STATE_CANCELED")
     page.by("#list-form button[type=submit]").click()
-    page.until("the canceled ones only", lambda: {r.find_elements(By.CSS_SELECTOR, "td")[1].text for r in page.all("#tasks tbody tr")} == {"CANCELED"})
-    # Paging: two at a time, the next page holds others.
+    page.until("the canceled ones only", lambda: {row[1] for row in page.rows()} == {"CANCELED"})
+    # Paging: two at a time, the next page holds the others.
     page.by("#filter-status").send_keys("any")
     page.by("#page-size").clear()
     page.by("#page-size").send_keys("2")
     page.by("#list-form button[type=submit]").click()
-    page.until("a page of two", lambda: len(page.all("#tasks tbody tr")) == 2 and page.by("#next-page").is_enabled())
-    first = [r.find_elements(By.CSS_SELECTOR, "td")[0].text for r in page.all("#tasks tbody tr")]
+    page.until("a page of two", lambda: len(page.rows()) == 2 and page.by("#next-page").is_enabled())
+    first = [row[0] for row in page.rows()]
     page.by("#next-page").click()
-    page.until("the next page", lambda: [r.find_elements(By.CSS_SELECTOR, "td")[0].text for r in page.all("#tasks tbody tr")][:1] != first[:1])
-    second = [r.find_elements(By.CSS_SELECTOR, "td")[0].text for r in page.all("#tasks tbody tr")]
+    page.until("the next page", lambda: [row[0] for row in page.rows()] != first, seconds=10)
+    second = [row[0] for row in page.rows()]
     assert second and not set(first) & set(second), (first, second)
     page.by("#filter-status").send_keys("TASK_STATE_CANCELED")
     page.by("#page-size").clear()
     page.by("#page-size").send_keys("20")
     page.by("#list-form button[type=submit]").click()
-    page.until("the canceled ones again", lambda: {r.find_elements(By.CSS_SELECTOR, "td")[1].text for r in page.all("#tasks tbody tr")} == {"CANCELED"})
+    page.until("the canceled ones again", lambda: {row[1] for row in page.rows()} == {"CANCELED"})
     page.all("#tasks tbody tr")[0].click()
     page.until("the task's detail", lambda: page.by("#task-detail").is_displayed() and "CANCELED" in page.text("#task-title"))
     assert "w0" in page.text("#task-history")
@@ -326,6 +335,21 @@ def test_the_relay_refuses_private_and_link_local_addresses(page, host):
         assert r.status_code == 400, (url, r.status_code, r.text)
         assert r.headers["x-playground-relay"] == "refused"
         assert r.json()["error"]["details"][0]["metadata"]["field"] == "url"
+
+
+def test_another_site_cannot_use_the_relay(host):
+    """Cross-site request forgery: a page elsewhere can make a visitor's browser post a form or a
+    text/plain body, with its own Origin; the APIs that act take neither."""
+    call = {"url": f"{host}/.well-known/agent-card.json", "method": "GET"}
+    r = httpx.post(f"{host}/playground/api/relay", content=json.dumps(call), headers={"content-type": "text/plain"}, timeout=10)
+    assert r.status_code == 415, r.text
+    r = httpx.post(f"{host}/playground/api/relay", json=call, headers={"origin": "http://evil.example"}, timeout=10)
+    assert (r.status_code, r.json()["error"]["status"]) == (403, "PERMISSION_DENIED"), r.text
+    r = httpx.post(f"{host}/playground/api/catchers", json={}, headers={"origin": "null"}, timeout=10)
+    assert r.status_code == 403, r.text
+    # The page's own origin (and no Origin at all, as from curl) is served.
+    r = httpx.post(f"{host}/playground/api/relay", json=call, headers={"origin": host}, timeout=10)
+    assert r.status_code == 200 and r.json()["name"], r.text
 
 
 def test_the_page_fits_a_phone(page, host):

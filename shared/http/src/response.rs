@@ -49,7 +49,7 @@ pub(crate) fn is_json_content_type(headers: &http::HeaderMap) -> bool {
 }
 
 /// ContentTypeNotSupported for a request body that is not JSON (spec §5.4: -32005 / HTTP 415).
-pub(crate) fn require_json(headers: &http::HeaderMap) -> a2a_protocol::error::Result<()> {
+pub fn require_json(headers: &http::HeaderMap) -> a2a_protocol::error::Result<()> {
     if is_json_content_type(headers) {
         return Ok(());
     }

@@ -98,6 +98,11 @@ impl Routes for Playground {
         let rest = path.strip_prefix(PREFIX).unwrap_or_default().trim_start_matches('/');
         let segments: Vec<&str> = rest.split('/').collect();
         let method = &parts.method;
+        if segments.first() == Some(&"api") && method == Method::POST {
+            if let Err(e) = from_the_page(&parts, &self.public_url) {
+                return rest_error(&e);
+            }
+        }
         match (method, segments.as_slice()) {
             (&Method::GET | &Method::HEAD, [""]) if path == PREFIX => redirect(&format!("{PREFIX}/")),
             (&Method::GET | &Method::HEAD, [file]) => assets::serve(file, &parts.headers),
@@ -124,6 +129,41 @@ impl Routes for Playground {
             ) => rest_error(&A2aError::new(ErrorKind::MethodNotAllowed, format!("{method} is not served on {path}"))),
             _ => rest_error(&A2aError::new(ErrorKind::MethodNotFound, format!("no playground route {path}"))),
         }
+    }
+}
+
+/// The APIs that act are called by the page itself: JSON bodies (which another site cannot send
+/// without a CORS preflight this host never grants) and, when the browser says where the call
+/// comes from, this host's own origin (the `Host` it was asked by, or its public URL's behind a
+/// proxy). So a page elsewhere cannot make a visitor's browser use the relay of the a2a-local on
+/// their machine (cross-site request forgery).
+fn from_the_page(parts: &http::request::Parts, public_url: &str) -> Result<()> {
+    a2a_http::response::require_json(&parts.headers)?;
+    let Some(origin) = parts.headers.get(header::ORIGIN) else { return Ok(()) };
+    let host = parts.headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
+    let origin = origin.to_str().ok().and_then(|o| url::Url::parse(o).ok()).filter(|o| o.host_str().is_some());
+    let public = url::Url::parse(public_url).ok();
+    let same = origin.is_some_and(|o| host_of(&o) == host || public.is_some_and(|p| p.origin() == o.origin()));
+    if same {
+        Ok(())
+    } else {
+        Err(A2aError::new(
+            ErrorKind::PermissionDenied,
+            "the playground's APIs take calls from its own page only (Origin)",
+        ))
+    }
+}
+
+/// `host[:port]` of `url` as a `Host` header names it (the port left out when it is the scheme's).
+fn host_of(url: &url::Url) -> String {
+    let host = match url.host() {
+        Some(url::Host::Ipv6(ip)) => format!("[{ip}]"),
+        Some(host) => host.to_string(),
+        None => String::new(),
+    };
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
     }
 }
 
