@@ -720,6 +720,8 @@ async fn the_stream_function_serves_the_playground_when_asked() {
         let mut event = with_claims(fixture, None, method, path);
         if let Some(body) = body {
             *event.body_mut() = lambda_http::Body::Text(body.to_string());
+            // The page's calls are JSON (the playground refuses other bodies: cross-site forms).
+            event.headers_mut().insert("content-type", http::HeaderValue::from_static("application/json"));
         }
         event
     };
