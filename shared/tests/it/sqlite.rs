@@ -227,6 +227,14 @@ fn a_turn_delivered_too_many_times_fails_instead_of_running_again() {
     let agent = parking(false, true);
     let p = Process::start(&dir, agent.clone(), Duration::from_millis(100), "");
     let id = p.send("m1", true, None)["result"]["task"]["id"].as_str().unwrap().to_string();
+    // The first delivery reaches the agent (which parks) before the poisoned one is handed over:
+    // otherwise the poisoned one may end the task before the first ever starts.
+    for _ in 0..250 {
+        if !agent.seen.lock().is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let message_id = p.task(&id)["history"][0]["messageId"].as_str().unwrap().to_string();
     let job = Job::Execute { task_id: id.clone(), message_id, turn: 0, extensions: Vec::new() };
     let runner = p.agent.runner.clone();
