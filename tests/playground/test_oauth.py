@@ -21,6 +21,7 @@ AUDIENCE = "http://agent.test/a2a"
 def provider(tmp_path_factory):
     import sys
 
+    Path(os.environ.get("A2A_TEST_LOGS", "/tmp")).mkdir(parents=True, exist_ok=True)  # the provider logs there
     sys.path.insert(0, str(OIDC))
     from test_oidc import Provider
 

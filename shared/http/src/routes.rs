@@ -8,6 +8,7 @@ use bytes::Bytes;
 use a2a_engine::auth::Principal;
 
 use crate::response::HttpResponse;
+use crate::service::Service;
 
 #[async_trait::async_trait]
 pub trait Routes: Send + Sync {
@@ -19,4 +20,17 @@ pub trait Routes: Send + Sync {
     fn is_public(&self, path: &str) -> bool;
     /// Serves a request; `caller` is the service's authentication of it (not done for a public path).
     async fn handle(&self, req: http::Request<Bytes>, caller: Option<Principal>) -> HttpResponse;
+}
+
+/// Who calls one of `routes`: nobody to check on a public path, else the service's authentication
+/// (its refusal is the caller's answer). Every front asks this before [`Routes::handle`].
+pub async fn caller(
+    service: &Service,
+    routes: &dyn Routes,
+    parts: &http::request::Parts,
+) -> a2a_protocol::error::Result<Option<Principal>> {
+    if routes.is_public(parts.uri.path()) {
+        return Ok(None);
+    }
+    service.authenticate(parts).await.map(Some)
 }

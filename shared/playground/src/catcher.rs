@@ -10,6 +10,7 @@
 //! random bits) is what lets an agent post to it, as webhook URLs usually are.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -64,7 +65,7 @@ struct Catcher {
     /// The agent whose JWKS checks signatures.
     agent: Option<url::Url>,
     kept: Mutex<VecDeque<Value>>,
-    received: Mutex<u64>,
+    received: AtomicU64,
     new: broadcast::Sender<Value>,
     jwks: tokio::sync::Mutex<Option<Vec<Value>>>,
 }
@@ -102,7 +103,7 @@ impl Catchers {
                 url: url.clone(),
                 agent,
                 kept: Mutex::new(VecDeque::new()),
-                received: Mutex::new(0),
+                received: AtomicU64::new(0),
                 new: broadcast::channel(KEPT).0,
                 jwks: tokio::sync::Mutex::new(None),
             });
@@ -128,11 +129,7 @@ impl Catchers {
             ));
         };
         let signature = self.check_signature(&catcher, headers, &body).await;
-        let n = {
-            let mut received = catcher.received.lock();
-            *received += 1;
-            *received
-        };
+        let n = catcher.received.fetch_add(1, Ordering::Relaxed) + 1;
         let shown: serde_json::Map<String, Value> = SHOWN_HEADERS
             .iter()
             .filter_map(|name| headers.get(*name).and_then(|v| v.to_str().ok()).map(|v| (name.to_string(), json!(v))))

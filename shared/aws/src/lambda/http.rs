@@ -171,12 +171,9 @@ async fn serve_routes(service: &Service, routes: &dyn Routes, req: http::Request
             format!("request body exceeds the limit of {max} bytes"),
         ));
     }
-    if routes.is_public(req.uri().path()) {
-        return routes.handle(req, None).await;
-    }
     let (parts, body) = req.into_parts();
-    match service.authenticate(&parts).await {
-        Ok(principal) => routes.handle(http::Request::from_parts(parts, body), Some(principal)).await,
+    match a2a_http::routes::caller(service, routes, &parts).await {
+        Ok(caller) => routes.handle(http::Request::from_parts(parts, body), caller).await,
         Err(e) => rest_error(&e),
     }
 }

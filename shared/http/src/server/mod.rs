@@ -307,15 +307,11 @@ async fn serve_routes(
     body: Incoming,
 ) -> hyper::Response<OutBody> {
     let path = parts.uri.path().to_string();
-    let caller = if routes.is_public(&path) {
-        None
-    } else {
-        match server.service.authenticate(&parts).await {
-            Ok(principal) => Some(principal),
-            Err(err) => {
-                let status = StatusCode::from_u16(err.spec().http_status).unwrap_or(StatusCode::UNAUTHORIZED);
-                return refusal(&path, &err, status);
-            }
+    let caller = match crate::routes::caller(&server.service, routes, &parts).await {
+        Ok(caller) => caller,
+        Err(err) => {
+            let status = StatusCode::from_u16(err.spec().http_status).unwrap_or(StatusCode::UNAUTHORIZED);
+            return refusal(&path, &err, status);
         }
     };
     let max_body = routes.max_body();
