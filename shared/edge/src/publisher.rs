@@ -108,6 +108,14 @@ impl StreamHub for EdgePublisher {
         self.inner.close(task_id);
     }
 
+    fn replay(&self, task_id: &str, after: u64) -> Option<Vec<Arc<a2a_engine::ports::SharedEvent>>> {
+        self.inner.replay(task_id, after)
+    }
+
+    fn share(&self, task_id: &str, events: Vec<EventRecord>) -> Vec<Arc<a2a_engine::ports::SharedEvent>> {
+        self.inner.share(task_id, events)
+    }
+
     /// Waits until every event published so far has been sent (or given up on).
     fn flush(&self) -> BoxFuture<'static, ()> {
         let (done, wait) = oneshot::channel();

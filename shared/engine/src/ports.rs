@@ -2,6 +2,7 @@
 //! implement them for the embedded server; the AWS adapters (DynamoDB, SQS) and the edge hub
 //! implement them for production. Operations take the narrowest port they need.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -10,6 +11,7 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
 use a2a_protocol::error::{A2aError, Result};
+pub use a2a_protocol::sse::SharedEvent;
 use a2a_protocol::types::{StreamResponse, Task, TaskPushNotificationConfig, TaskState};
 
 /// A task as stored: the protocol object plus what the server needs to own and order it.
@@ -105,6 +107,13 @@ impl TaskRecord {
 pub struct EventRecord {
     pub seq: u64,
     pub event: StreamResponse,
+}
+
+impl EventRecord {
+    /// The event as streams share it.
+    pub fn shared(self) -> Arc<SharedEvent> {
+        Arc::new(SharedEvent::new(self.seq, self.event))
+    }
 }
 
 /// What a committed update produced.
@@ -250,6 +259,16 @@ pub trait StreamHub: Send + Sync {
     fn subscribe(&self, task_id: &str) -> BoxStream<'static, HubMessage>;
     /// The task ended: release what the hub holds for it.
     fn close(&self, task_id: &str);
+    /// The events after `after` if the hub still holds all of them (for a subscriber that fell
+    /// behind; `None`: read the store).
+    fn replay(&self, _task_id: &str, _after: u64) -> Option<Vec<Arc<SharedEvent>>> {
+        None
+    }
+    /// Events a subscriber read back from the store, shared with the task's other subscribers
+    /// (those that fall behind as far find them in [`StreamHub::replay`]).
+    fn share(&self, _task_id: &str, events: Vec<EventRecord>) -> Vec<Arc<SharedEvent>> {
+        events.into_iter().map(EventRecord::shared).collect()
+    }
     /// Completes once everything published so far has left the process (hubs that forward events
     /// elsewhere); short-lived hosts await it before an invocation ends.
     fn flush(&self) -> BoxFuture<'static, ()> {
@@ -260,7 +279,8 @@ pub trait StreamHub: Send + Sync {
 /// What a hub subscription yields.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HubMessage {
-    Event(EventRecord),
+    /// An event as every subscriber of the task shares it.
+    Event(Arc<SharedEvent>),
     /// Events were dropped for this subscriber; read the store to catch up.
     Lagged,
 }

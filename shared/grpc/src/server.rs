@@ -192,7 +192,7 @@ impl ServerStreamingService<Bytes> for Streaming {
             // awaited before the headers are sent.
             let mut events = events.peekable();
             let first_id = match std::pin::Pin::new(&mut events).peek().await {
-                Some(Ok(item)) => item.seq,
+                Some(Ok(item)) => Some(item.seq),
                 _ => None,
             };
             let output = method.output();

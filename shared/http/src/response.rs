@@ -88,9 +88,9 @@ pub(crate) fn frame_stream(
                     }
                 };
                 match hold_event(&answers, &item.event).await {
-                    Ok(None) => (framing.event(item.seq, &item.event), true),
+                    Ok(None) => (framing.shared(&item), true),
                     Ok(Some(mut held)) => {
-                        let bytes = framing.event(item.seq, &item.event);
+                        let bytes = framing.shared(&item);
                         drop(item);
                         match answers.fit(&mut held, bytes.len()).await {
                             Ok(()) => (held_bytes(bytes, held), true),

@@ -4,12 +4,13 @@
 //! [`SseDecoder`] reads a stream back into events (the client, and agents over HTTP that answer
 //! with SSE).
 
+use std::sync::OnceLock;
+
 use bytes::Bytes;
-use serde_json::Value;
 
 use crate::error::A2aError;
 use crate::lines::LineBuffer;
-use crate::rpc_id::{error_body, result_body, RpcId};
+use crate::rpc_id::{error_body, RpcId};
 use crate::types::StreamResponse;
 use crate::v03;
 
@@ -61,14 +62,28 @@ pub enum Framing {
 
 impl Framing {
     pub fn event(&self, seq: Option<u64>, event: &StreamResponse) -> Bytes {
+        self.frame(seq, &Payload::of(self).encode(event))
+    }
+
+    /// [`Framing::event`] of a shared event: its payload for this framing is encoded once, by the
+    /// first stream that sends it, and copied by the others.
+    pub fn shared(&self, event: &SharedEvent) -> Bytes {
+        self.frame(Some(event.seq), event.payload(Payload::of(self)))
+    }
+
+    /// The SSE frame of an encoded payload.
+    fn frame(&self, seq: Option<u64>, payload: &str) -> Bytes {
         match self {
-            Self::Rest => frame(seq, None, &serde_json::to_string(event).unwrap_or_default()),
-            Self::Rest03 => frame(seq, None, &v03::proto::event_out(event).to_string()),
-            Self::JsonRpc { id, v03 } => {
-                let result =
-                    if *v03 { serde_json::to_value(v03::Event::from(event)) } else { serde_json::to_value(event) };
-                let body = result_body(id, &result.unwrap_or(Value::Null));
-                frame(seq, None, &String::from_utf8_lossy(&body))
+            Self::Rest | Self::Rest03 => frame(seq, None, payload),
+            Self::JsonRpc { id, .. } => {
+                // `{"jsonrpc":"2.0","id":…,"result":…}`, as `result_body` writes it, around the payload.
+                let mut body = String::with_capacity(payload.len() + 48);
+                body.push_str(r#"{"jsonrpc":"2.0","id":"#);
+                body.push_str(id.as_json());
+                body.push_str(r#","result":"#);
+                body.push_str(payload);
+                body.push('}');
+                frame(seq, None, &body)
             }
         }
     }
@@ -78,6 +93,65 @@ impl Framing {
             Self::Rest | Self::Rest03 => frame(None, Some("error"), &err.to_rest().to_string()),
             Self::JsonRpc { id, .. } => frame(None, None, &String::from_utf8_lossy(&error_body(id, &err.to_jsonrpc()))),
         }
+    }
+}
+
+/// The JSON a stream event is written in, which several framings share (the 1.0 event is the
+/// HTTP+JSON event and the JSON-RPC result alike).
+#[derive(Debug, Clone, Copy)]
+enum Payload {
+    V1,
+    /// The 0.3 proto's StreamResponse JSON (0.3 HTTP+JSON).
+    Rest03,
+    /// The 0.3 JSON-RPC result.
+    JsonRpc03,
+}
+
+impl Payload {
+    const COUNT: usize = 3;
+
+    fn of(framing: &Framing) -> Self {
+        match framing {
+            Framing::Rest | Framing::JsonRpc { v03: false, .. } => Self::V1,
+            Framing::Rest03 => Self::Rest03,
+            Framing::JsonRpc { v03: true, .. } => Self::JsonRpc03,
+        }
+    }
+
+    fn encode(self, event: &StreamResponse) -> String {
+        let text = match self {
+            Self::V1 => serde_json::to_string(event),
+            Self::Rest03 => serde_json::to_string(&v03::proto::event_out(event)),
+            Self::JsonRpc03 => serde_json::to_string(&v03::Event::from(event)),
+        };
+        text.unwrap_or_else(|_| "null".into())
+    }
+}
+
+/// One event of a task's log as every stream that sends it shares it (each gets an `Arc` of it):
+/// the JSON of each payload kind is encoded at most once, so fanning an event out to many
+/// subscribers costs one encoding per kind, not one per subscriber.
+#[derive(Debug)]
+pub struct SharedEvent {
+    /// The event's sequence number (its SSE id).
+    pub seq: u64,
+    pub event: StreamResponse,
+    payloads: [OnceLock<String>; Payload::COUNT],
+}
+
+impl SharedEvent {
+    pub fn new(seq: u64, event: StreamResponse) -> Self {
+        Self { seq, event, payloads: Default::default() }
+    }
+
+    fn payload(&self, kind: Payload) -> &str {
+        self.payloads[kind as usize].get_or_init(|| kind.encode(&self.event))
+    }
+}
+
+impl PartialEq for SharedEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.seq == other.seq && self.event == other.event
     }
 }
 
@@ -207,6 +281,46 @@ mod tests {
         let err = A2aError::task_not_found("t");
         assert!(Framing::Rest.error(&err).starts_with(b"event: error\n"));
         assert!(String::from_utf8_lossy(&Framing::JsonRpc { id: rpc("1"), v03: false }.error(&err)).contains("-32001"));
+    }
+
+    /// One shared event framed for every binding and version: the same bytes as framing it alone,
+    /// the JSON-RPC frame the envelope `result_body` writes, each payload encoded once and reused.
+    #[test]
+    fn a_shared_event_frames_like_a_lone_one() {
+        use crate::types::{Message, Part};
+        let mut message = Message::agent_text("a \"quoted\" line\nand another");
+        message.parts.push(Part::text("more"));
+        let shared = SharedEvent::new(9, StreamResponse::Message(message));
+        let framings = [
+            Framing::Rest,
+            Framing::Rest03,
+            Framing::JsonRpc { id: rpc("\"r-1\""), v03: false },
+            Framing::JsonRpc { id: rpc("7"), v03: true },
+        ];
+        for framing in &framings {
+            assert_eq!(framing.shared(&shared), framing.event(Some(9), &shared.event), "{framing:?}");
+        }
+        for (framing, id) in [(&framings[2], serde_json::json!("r-1")), (&framings[3], serde_json::json!(7))] {
+            let frame = framing.shared(&shared);
+            let data = std::str::from_utf8(&frame).unwrap().strip_prefix("id: 9\ndata: ").unwrap().trim_end();
+            let body: serde_json::Value = serde_json::from_str(data).unwrap();
+            let FrameBody { jsonrpc, id: got, .. } = serde_json::from_value(body.clone()).unwrap();
+            assert_eq!((jsonrpc.as_str(), got), ("2.0", id));
+            let expected: serde_json::Value =
+                serde_json::from_slice(&crate::rpc_id::result_body(&rpc(&body["id"].to_string()), &body["result"]))
+                    .unwrap();
+            assert_eq!(body, expected);
+        }
+        let first = shared.payload(Payload::V1).as_ptr();
+        framings[2].shared(&shared);
+        assert_eq!(shared.payload(Payload::V1).as_ptr(), first, "the 1.0 payload is encoded once");
+        assert!(shared.payloads.iter().all(|p| p.get().is_some()));
+    }
+
+    #[derive(serde::Deserialize)]
+    struct FrameBody {
+        jsonrpc: String,
+        id: serde_json::Value,
     }
 
     #[test]

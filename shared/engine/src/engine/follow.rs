@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use futures::stream::{self, BoxStream, StreamExt};
 
-use crate::ports::{EventRecord, HubMessage, StreamHub, TaskStore};
+use crate::ports::{HubMessage, SharedEvent, StreamHub, TaskStore};
 use a2a_protocol::error::Result;
 
-pub type EventStream = BoxStream<'static, Result<EventRecord>>;
+/// Events as streams share them.
+pub type EventStream = BoxStream<'static, Result<Arc<SharedEvent>>>;
 
 struct State {
     store: Arc<dyn TaskStore>,
@@ -17,7 +18,7 @@ struct State {
     live: BoxStream<'static, HubMessage>,
     task_id: String,
     last: u64,
-    pending: VecDeque<EventRecord>,
+    pending: VecDeque<Arc<SharedEvent>>,
     caught_up: bool,
     done: bool,
 }
@@ -59,7 +60,7 @@ pub fn follow(store: Arc<dyn TaskStore>, hub: Arc<dyn StreamHub>, task_id: &str,
             if !st.caught_up {
                 st.caught_up = true;
                 match st.store.events_after(&st.task_id, st.last).await {
-                    Ok(backlog) => st.pending.extend(backlog),
+                    Ok(backlog) => st.pending.extend(st.hub.share(&st.task_id, backlog)),
                     Err(e) => {
                         st.done = true;
                         return Some((Err(e), st));
@@ -70,12 +71,17 @@ pub fn follow(store: Arc<dyn TaskStore>, hub: Arc<dyn StreamHub>, task_id: &str,
             match st.live.next().await {
                 Some(HubMessage::Event(ev)) if ev.seq <= st.last => {}
                 Some(HubMessage::Event(ev)) if ev.seq == st.last + 1 => st.pending.push_back(ev),
-                // A gap, a lag or a closed channel: the log has whatever we missed.
+                // A gap, a lag or the end: the hub may still hold what we missed (shared with the
+                // other streams that follow the task); if not, the log has it.
                 other => {
                     let closed = other.is_none();
+                    if let Some(missed) = st.hub.replay(&st.task_id, st.last) {
+                        st.pending.extend(missed);
+                        continue;
+                    }
                     match st.store.events_after(&st.task_id, st.last).await {
                         Ok(missed) if missed.is_empty() && closed => return None,
-                        Ok(missed) => st.pending.extend(missed),
+                        Ok(missed) => st.pending.extend(st.hub.share(&st.task_id, missed)),
                         Err(e) => {
                             st.done = true;
                             return Some((Err(e), st));

@@ -2,91 +2,18 @@
 //! broadcast hub, and (with the `runtime` feature) an in-process work queue and a delaying push
 //! queue.
 
+mod hub;
 mod log;
 mod store;
 
+pub use hub::MemoryHub;
 pub use store::MemoryStore;
 
-use std::collections::HashMap;
-use std::sync::Arc;
-
 use async_trait::async_trait;
-use futures::stream::{self, BoxStream, StreamExt};
-use parking_lot::Mutex;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::mpsc;
 
 use crate::ports::*;
 use a2a_protocol::error::{A2aError, Result};
-
-/// An in-process broadcast hub: one channel per task while someone listens. The channel goes when
-/// its last subscriber does (a task left waiting for input keeps nothing here) or the task ends.
-/// Slots hold an `Arc`, so a channel costs about 1.5 KiB however large the events are; a blocking
-/// SendMessage opens one per request, so it stays small: a subscriber that falls more than
-/// `capacity` events behind catches up from the store (see `engine::follow`).
-pub struct MemoryHub {
-    channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<EventRecord>>>>>,
-    capacity: usize,
-}
-
-impl Default for MemoryHub {
-    fn default() -> Self {
-        Self { channels: Arc::default(), capacity: 32 }
-    }
-}
-
-/// A subscription; dropping the last one of a task drops the task's channel.
-struct Subscription {
-    rx: broadcast::Receiver<Arc<EventRecord>>,
-    channels: Arc<Mutex<HashMap<String, broadcast::Sender<Arc<EventRecord>>>>>,
-    task_id: String,
-}
-
-impl Drop for Subscription {
-    fn drop(&mut self) {
-        let mut channels = self.channels.lock();
-        // This receiver still counts until it is dropped itself, just after.
-        if channels.get(&self.task_id).is_some_and(|tx| tx.receiver_count() <= 1) {
-            channels.remove(&self.task_id);
-        }
-    }
-}
-
-impl MemoryHub {
-    /// Tasks with a channel (someone listening).
-    pub fn channels(&self) -> usize {
-        self.channels.lock().len()
-    }
-}
-
-impl StreamHub for MemoryHub {
-    fn publish(&self, task_id: &str, event: &EventRecord) {
-        let channels = self.channels.lock();
-        if let Some(tx) = channels.get(task_id) {
-            let _ = tx.send(Arc::new(event.clone()));
-        }
-    }
-
-    fn subscribe(&self, task_id: &str) -> BoxStream<'static, HubMessage> {
-        let rx = {
-            let mut channels = self.channels.lock();
-            let tx = channels.entry(task_id.to_string()).or_insert_with(|| broadcast::channel(self.capacity).0);
-            tx.subscribe()
-        };
-        let sub = Subscription { rx, channels: self.channels.clone(), task_id: task_id.to_string() };
-        stream::unfold(sub, |mut sub| async move {
-            match sub.rx.recv().await {
-                Ok(ev) => Some((HubMessage::Event(Arc::unwrap_or_clone(ev)), sub)),
-                Err(broadcast::error::RecvError::Lagged(_)) => Some((HubMessage::Lagged, sub)),
-                Err(broadcast::error::RecvError::Closed) => None,
-            }
-        })
-        .boxed()
-    }
-
-    fn close(&self, task_id: &str) {
-        self.channels.lock().remove(task_id);
-    }
-}
 
 /// The in-process work queue: jobs go to a channel that the runner's loop consumes.
 pub struct MemoryWorkQueue {

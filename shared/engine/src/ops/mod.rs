@@ -26,19 +26,24 @@ pub use send_message::send_message;
 pub use send_streaming_message::send_streaming_message;
 pub use subscribe_to_task::subscribe_to_task;
 
+use std::sync::Arc;
+
 use futures::stream::BoxStream;
 
 use crate::engine::{CallContext, Engine};
+use crate::ports::SharedEvent;
 use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::types::{StreamResponse, Task, Validate};
 
 /// A stream of protocol events; `seq` is the SSE `id` (the task's event sequence number).
 pub type ResponseStream = BoxStream<'static, Result<StreamItem>>;
 
-#[derive(Debug, Clone, PartialEq)]
-pub struct StreamItem {
-    pub seq: Option<u64>,
-    pub event: StreamResponse,
+/// An event of a stream, shared with the other streams that send it (its encodings too).
+pub type StreamItem = Arc<SharedEvent>;
+
+/// A stream item of an event that only this stream sends (a task snapshot, an event read back).
+pub fn item(seq: u64, event: StreamResponse) -> StreamItem {
+    Arc::new(SharedEvent::new(seq, event))
 }
 
 /// Applies `historyLength` (spec §3.2.4): unset → the server default, 0 → none, n → the last n.

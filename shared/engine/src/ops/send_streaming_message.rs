@@ -10,7 +10,7 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 
 use super::turn::start_turn;
-use super::{ResponseStream, StreamItem};
+use super::{item, ResponseStream, StreamItem};
 use crate::engine::{follow, CallContext, Engine};
 use a2a_protocol::error::Result;
 use a2a_protocol::types::{SendMessageRequest, StreamResponse};
@@ -29,15 +29,14 @@ pub async fn send_streaming_message(
         // A repeated request: show the task as it stands, then whatever is still to come.
         let ended = snapshot.status.state.ends_turn();
         let task_id = snapshot.id.clone();
-        let opening = StreamItem { seq: Some(turn.start_seq), event: StreamResponse::Task(snapshot) };
+        let opening = item(turn.start_seq, StreamResponse::Task(snapshot));
         if ended {
             return Ok(stream::iter([Ok(opening)]).boxed());
         }
-        let rest = follow(engine.store.clone(), engine.hub.clone(), &task_id, turn.start_seq)
-            .map(|r| r.map(|ev| StreamItem { seq: Some(ev.seq), event: ev.event }));
+        let rest = follow(engine.store.clone(), engine.hub.clone(), &task_id, turn.start_seq);
         return Ok(stream::iter([Ok(opening)]).chain(rest).boxed());
     }
-    let opening = StreamItem { seq: Some(turn.start_seq), event: StreamResponse::Task(snapshot) };
+    let opening = item(turn.start_seq, StreamResponse::Task(snapshot));
     let mut events = follow(engine.store.clone(), engine.hub.clone(), opening.event.task_id(), turn.start_seq);
     let is_new_task = turn.is_new_task;
 
@@ -47,15 +46,13 @@ pub async fn send_streaming_message(
             None => vec![Ok(opening)],
             Some(Err(e)) => vec![Ok(opening), Err(e)],
             Some(Ok(ev)) => {
-                let item = StreamItem { seq: Some(ev.seq), event: ev.event };
-                if is_new_task && matches!(item.event, StreamResponse::Message(_)) {
-                    return stream::iter(vec![Ok(item)]).boxed();
+                if is_new_task && matches!(ev.event, StreamResponse::Message(_)) {
+                    return stream::iter(vec![Ok(ev)]).boxed();
                 }
-                vec![Ok(opening), Ok(item)]
+                vec![Ok(opening), Ok(ev)]
             }
         };
-        let rest = events.map(|r| r.map(|ev| StreamItem { seq: Some(ev.seq), event: ev.event }));
-        stream::iter(items).chain(rest).boxed()
+        stream::iter(items).chain(events).boxed()
     });
     Ok(head.flatten().boxed())
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 
-use super::{ResponseStream, StreamItem};
+use super::{item, ResponseStream};
 use crate::engine::{follow, CallContext, Engine};
 use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::types::{StreamResponse, SubscribeToTaskRequest, Validate};
@@ -32,11 +32,10 @@ pub async fn subscribe_to_task(
         .with("taskId", req.id.clone()));
     }
     let after = ctx.last_event_id.unwrap_or(rec.last_seq);
-    let live = follow(engine.store.clone(), engine.hub.clone(), &req.id, after)
-        .map(|r| r.map(|ev| StreamItem { seq: Some(ev.seq), event: ev.event }));
+    let live = follow(engine.store.clone(), engine.hub.clone(), &req.id, after);
     if ctx.last_event_id.is_some() {
-        return Ok(live.boxed());
+        return Ok(live);
     }
-    let snapshot = StreamItem { seq: Some(rec.last_seq), event: StreamResponse::Task(rec.task) };
+    let snapshot = item(rec.last_seq, StreamResponse::Task(rec.task));
     Ok(stream::iter([Ok(snapshot)]).chain(live).boxed())
 }
