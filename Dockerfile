@@ -28,6 +28,8 @@ COPY --from=build /a2a-local /a2a-local
 COPY --from=build --chown=65534:65534 /data /data
 USER 65534:65534
 EXPOSE 8080 50051
-ENV A2A_LOG_FORMAT=json A2A_DATA_DIR=/data
+# Addresses as variables, not flags, so that a host configured by environment alone can move them
+# (Bedrock AgentCore Runtime: A2A_PRESET=agentcore A2A_ADDR=0.0.0.0:9000, docs/agentcore.md).
+ENV A2A_LOG_FORMAT=json A2A_DATA_DIR=/data A2A_ADDR=0.0.0.0:8080 A2A_GRPC_ADDR=0.0.0.0:50051
 VOLUME /data
-ENTRYPOINT ["/a2a-local", "--addr", "0.0.0.0:8080", "--grpc-addr", "0.0.0.0:50051"]
+ENTRYPOINT ["/a2a-local"]

@@ -50,7 +50,7 @@ pub use a2a_engine::{admission, auth, dispatch, engine, ops, page_token, ports, 
 
 #[cfg(feature = "server")]
 pub use a2a_http::server;
-pub use a2a_http::{inflight, jsonrpc, response, rest, rest03, rest_input, router, routes, service};
+pub use a2a_http::{agentcore, inflight, jsonrpc, response, rest, rest03, rest_input, router, routes, service};
 
 pub use a2a_edge as edge;
 pub use a2a_telemetry as telemetry;

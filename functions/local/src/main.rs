@@ -47,6 +47,33 @@ enum Switch {
     Off,
 }
 
+/// A host's container contract, met with one flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Preset {
+    /// Amazon Bedrock AgentCore Runtime (docs/agentcore.md): listens on 0.0.0.0:9000, names the
+    /// runtime's URL (AGENTCORE_RUNTIME_URL) in the card, answers the runtime's health check at /ping.
+    Agentcore,
+}
+
+impl Preset {
+    /// Where the host expects the server.
+    fn addr(self) -> SocketAddr {
+        match self {
+            Self::Agentcore => SocketAddr::from(([0, 0, 0, 0], 9000)),
+        }
+    }
+
+    /// The public URL the host's environment gives.
+    fn public_url(self) -> Option<String> {
+        match self {
+            Self::Agentcore => std::env::var("AGENTCORE_RUNTIME_URL").ok().filter(|u| !u.trim().is_empty()),
+        }
+    }
+}
+
+/// Where a2a-local listens unless a preset or --addr says otherwise.
+const DEFAULT_ADDR: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 8080);
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 enum LogFormat {
     Human,
@@ -57,9 +84,12 @@ enum LogFormat {
 #[derive(Debug, Parser)]
 #[command(version, about, group(clap::ArgGroup::new("signing_keys").multiple(true)))]
 struct Args {
-    /// Address to listen on.
-    #[arg(long, env = "A2A_ADDR", default_value = "127.0.0.1:8080")]
-    addr: SocketAddr,
+    /// Address to listen on [default: 127.0.0.1:8080; 0.0.0.0:9000 with --preset agentcore].
+    #[arg(long, env = "A2A_ADDR")]
+    addr: Option<SocketAddr>,
+    /// Meet a host's container contract: `agentcore` (Amazon Bedrock AgentCore Runtime).
+    #[arg(long, env = "A2A_PRESET", value_enum)]
+    preset: Option<Preset>,
     /// Where tasks and queued work live: one SQLite file in --data-dir (kept across restarts), process
     /// memory, or DynamoDB with SQS queues. `--backend` is the same flag.
     #[arg(long, alias = "backend", env = "A2A_STORE", value_enum, default_value = "sqlite")]
@@ -126,7 +156,7 @@ struct Args {
     /// The `jku` the signatures name (default: <public URL>/.well-known/jwks.json).
     #[arg(long, env = "A2A_CARD_JKU", requires = "signing_keys")]
     card_jku: Option<String>,
-    /// Public base URL clients use (default: http://<addr>).
+    /// Public base URL clients use (default: the preset's, else http://<addr>).
     #[arg(long, env = "A2A_PUBLIC_URL")]
     public_url: Option<String>,
     #[command(flatten)]
@@ -349,8 +379,8 @@ fn serve(args: Args) -> Result<(), String> {
         return runtime.block_on(print_resources(args.push_max_attempts.max(1)));
     }
     runtime.block_on(async move {
-        let listener =
-            a2a::server::bind(args.addr).await.map_err(|e| format!("cannot listen on {}: {e}", args.addr))?;
+        let addr = args.addr.or(args.preset.map(Preset::addr)).unwrap_or(DEFAULT_ADDR);
+        let listener = a2a::server::bind(addr).await.map_err(|e| format!("cannot listen on {addr}: {e}"))?;
         let bound = listener.local_addr().map_err(|e| e.to_string())?;
         let grpc = match args.grpc_addr {
             Some(addr) => {
@@ -382,7 +412,11 @@ fn serve(args: Args) -> Result<(), String> {
         };
         let edge =
             args.edge_url.as_deref().zip(args.edge_publish_secret.as_deref()).map(|(u, s)| EdgeSettings::new(u, s));
-        let public_url = args.public_url.clone().unwrap_or_else(|| format!("http://{bound}"));
+        let public_url = args
+            .public_url
+            .clone()
+            .or_else(|| args.preset.and_then(Preset::public_url))
+            .unwrap_or_else(|| format!("http://{bound}"));
         let embedded = start(EmbeddedConfig {
             public_url: public_url.clone(),
             card,
@@ -429,19 +463,23 @@ fn serve(args: Args) -> Result<(), String> {
             grace: Duration::from_secs(5),
             max_streams: args.grpc_max_streams.max(1),
         };
-        let playground = match args.playground {
-            Switch::On => {
-                let token_urls = a2a::playground::token::token_urls(&embedded.engine.card.card);
-                let settings =
-                    a2a::playground::Settings { public_url, allow: playground_allow, token_urls, catchers: true };
-                let playground = a2a::playground::Playground::new(settings).map_err(|e| e.message)?;
-                tracing::info!(url = %playground.url(), "playground");
-                Some(std::sync::Arc::new(playground) as std::sync::Arc<dyn a2a::routes::Routes>)
-            }
-            Switch::Off => None,
-        };
+        let mut routes: Vec<std::sync::Arc<dyn a2a::routes::Routes>> = Vec::new();
+        if args.playground == Switch::On {
+            let token_urls = a2a::playground::token::token_urls(&embedded.engine.card.card);
+            let settings =
+                a2a::playground::Settings { public_url, allow: playground_allow, token_urls, catchers: true };
+            let playground = a2a::playground::Playground::new(settings).map_err(|e| e.message)?;
+            tracing::info!(url = %playground.url(), "playground");
+            routes.push(std::sync::Arc::new(playground));
+        }
+        if args.preset == Some(Preset::Agentcore) {
+            tracing::info!(path = a2a::agentcore::PING_PATH, "AgentCore Runtime's health check");
+            routes.push(std::sync::Arc::new(a2a::agentcore::Ping::new(embedded.runner.clone())));
+        }
+        let routes = (!routes.is_empty())
+            .then(|| std::sync::Arc::new(a2a::routes::RouteSets(routes)) as std::sync::Arc<dyn a2a::routes::Routes>);
         // One server for both listeners: one connection cap, one budget of request bytes.
-        let server = Server::with_routes(embedded.service, limits, playground);
+        let server = Server::with_routes(embedded.service, limits, routes);
         if let Some((listener, addr)) = grpc {
             tracing::info!(%addr, "gRPC listening");
             let server = server.clone();

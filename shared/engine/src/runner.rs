@@ -77,6 +77,11 @@ impl Runner {
         }
     }
 
+    /// Turns whose executor runs in this process now.
+    pub fn running(&self) -> usize {
+        self.running.lock().len()
+    }
+
     /// True while an executor runs `task_id` in this process.
     pub fn is_running(&self, task_id: &str) -> bool {
         self.running.lock().contains_key(task_id)
