@@ -87,6 +87,17 @@ def ping(base):
     return body
 
 
+def wait_for(base, status, seconds):
+    """The first /ping answer with `status` within `seconds` (None if none)."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        seen = ping(base)
+        if seen["status"] == status:
+            return seen
+        time.sleep(0.05)
+    return None
+
+
 def test_ping_answers_healthy_without_credentials_and_its_time_stays_put(server):
     first = ping(server)
     assert first["status"] == "Healthy"
@@ -132,22 +143,10 @@ def test_ping_says_busy_while_a_turn_runs(server):
     message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": words}]}
     before = ping(server)
     task = rpc(server, "SendMessage", {"message": message, "configuration": {"returnImmediately": True}}, "1.0")["task"]
-    busy = None
-    deadline = time.time() + 5
-    while time.time() < deadline and busy is None:
-        seen = ping(server)
-        if seen["status"] == "HealthyBusy":
-            busy = seen
-        time.sleep(0.05)
+    busy = wait_for(server, "HealthyBusy", 5)
     assert busy, "never HealthyBusy while the turn ran"
     assert busy["time_of_last_update"] >= before["time_of_last_update"]
-    idle = None
-    deadline = time.time() + 20
-    while time.time() < deadline and idle is None:
-        seen = ping(server)
-        if seen["status"] == "Healthy":
-            idle = seen
-        time.sleep(0.1)
+    idle = wait_for(server, "Healthy", 20)
     assert idle and idle["time_of_last_update"] >= busy["time_of_last_update"], idle
     done = rpc(server, "GetTask", {"id": task["id"]}, "1.0")
     assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
