@@ -9,10 +9,11 @@ use bytes::Bytes;
 use http::{Method, StatusCode};
 use parking_lot::Mutex;
 
-use crate::response::{json_response, HttpResponse};
+use crate::response::{json_response, rest_error, HttpResponse};
 use crate::routes::Routes;
 use a2a_engine::auth::Principal;
 use a2a_engine::runner::Runner;
+use a2a_protocol::error::{A2aError, ErrorKind};
 
 /// The health check's path.
 pub const PING_PATH: &str = "/ping";
@@ -72,10 +73,9 @@ impl Routes for Ping {
 
     async fn handle(&self, req: http::Request<Bytes>, _caller: Option<Principal>) -> HttpResponse {
         if req.method() != Method::GET && req.method() != Method::HEAD {
-            let body = serde_json::json!({"error": "/ping answers GET"}).to_string();
-            let mut resp = json_response(StatusCode::METHOD_NOT_ALLOWED, body);
-            resp.headers_mut().insert(http::header::ALLOW, http::HeaderValue::from_static("GET, HEAD"));
-            return resp;
+            let refused =
+                A2aError::new(ErrorKind::MethodNotAllowed, "/ping is served on GET").with("allow", "GET, HEAD");
+            return rest_error(&refused);
         }
         let (status, since) = self.status();
         let body = serde_json::json!({"status": status.as_str(), "time_of_last_update": since});

@@ -62,7 +62,7 @@ impl Routes for RouteSets {
     async fn handle(&self, req: http::Request<Bytes>, caller: Option<Principal>) -> HttpResponse {
         match self.owner(req.uri().path()) {
             Some(routes) => routes.handle(req, caller).await,
-            None => crate::response::json_response(http::StatusCode::NOT_FOUND, r#"{"error":"not found"}"#),
+            None => crate::response::rest_error(&a2a_protocol::error::A2aError::method_not_found(req.uri().path())),
         }
     }
 }

@@ -61,6 +61,18 @@ pub fn result_body_into(mut body: Vec<u8>, id: &RpcId, result: &impl Serialize) 
     }
 }
 
+/// [`result_body`] around a result already encoded as JSON (`result_json`): a stream's event shared
+/// by many JSON-RPC streams is encoded once and wrapped with each stream's own id.
+pub fn result_body_around(id: &RpcId, result_json: &str) -> String {
+    let mut body = String::with_capacity(result_json.len() + 32 + id.as_json().len());
+    body.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    body.push_str(id.as_json());
+    body.push_str(r#","result":"#);
+    body.push_str(result_json);
+    body.push('}');
+    body
+}
+
 /// `{"jsonrpc": "2.0", "id": id, "error": error}`.
 pub fn error_body(id: &RpcId, error: &Value) -> Vec<u8> {
     serde_json::to_vec(&Envelope::<()> { jsonrpc: "2.0", id, result: None, error: Some(error) }).unwrap_or_default()
@@ -100,6 +112,16 @@ impl<'de> Deserialize<'de> for RpcId {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_body_around_an_encoded_result_is_the_body_of_the_result() {
+        let result = serde_json::json!({"task": {"id": "t", "parts": ["a \"b\""]}});
+        for id in [serde_json::json!("r-1"), serde_json::json!(7)] {
+            let id = RpcId::from_value(&id).unwrap();
+            let around = result_body_around(&id, &result.to_string());
+            assert_eq!(around.as_bytes(), &result_body(&id, &result)[..]);
+        }
+    }
 
     #[test]
     fn long_numbers_keep_their_digits() {

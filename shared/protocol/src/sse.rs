@@ -10,7 +10,7 @@ use bytes::Bytes;
 
 use crate::error::A2aError;
 use crate::lines::LineBuffer;
-use crate::rpc_id::{error_body, RpcId};
+use crate::rpc_id::{error_body, result_body_around, RpcId};
 use crate::types::StreamResponse;
 use crate::v03;
 
@@ -75,16 +75,7 @@ impl Framing {
     fn frame(&self, seq: Option<u64>, payload: &str) -> Bytes {
         match self {
             Self::Rest | Self::Rest03 => frame(seq, None, payload),
-            Self::JsonRpc { id, .. } => {
-                // `{"jsonrpc":"2.0","id":…,"result":…}`, as `result_body` writes it, around the payload.
-                let mut body = String::with_capacity(payload.len() + 48);
-                body.push_str(r#"{"jsonrpc":"2.0","id":"#);
-                body.push_str(id.as_json());
-                body.push_str(r#","result":"#);
-                body.push_str(payload);
-                body.push('}');
-                frame(seq, None, &body)
-            }
+            Self::JsonRpc { id, .. } => frame(seq, None, &result_body_around(id, payload)),
         }
     }
 

@@ -162,11 +162,17 @@ impl StreamHub for MemoryHub {
     }
 
     fn share(&self, task_id: &str, events: Vec<EventRecord>) -> Vec<Arc<SharedEvent>> {
-        let mut channels = self.channels.lock();
-        match channels.get_mut(task_id).filter(|c| c.sharing()) {
-            Some(channel) => events.into_iter().map(|e| channel.keep(e)).collect(),
-            None => events.into_iter().map(EventRecord::shared).collect(),
+        if events.is_empty() {
+            return Vec::new();
         }
+        {
+            // Every task's channel is behind this lock: only the kept copies are made under it.
+            let mut channels = self.channels.lock();
+            if let Some(channel) = channels.get_mut(task_id).filter(|c| c.sharing()) {
+                return events.into_iter().map(|e| channel.keep(e)).collect();
+            }
+        }
+        events.into_iter().map(EventRecord::shared).collect()
     }
 }
 

@@ -33,18 +33,14 @@ use futures::stream::BoxStream;
 use crate::engine::{CallContext, Engine};
 use crate::ports::SharedEvent;
 use a2a_protocol::error::{A2aError, Result};
-use a2a_protocol::types::{StreamResponse, Task, Validate};
+use a2a_protocol::types::{Task, Validate};
 
 /// A stream of protocol events; `seq` is the SSE `id` (the task's event sequence number).
 pub type ResponseStream = BoxStream<'static, Result<StreamItem>>;
 
-/// An event of a stream, shared with the other streams that send it (its encodings too).
+/// An event of a stream, shared with the other streams that send it (its encodings too); one that
+/// only this stream sends (a task snapshot) is an [`crate::ports::EventRecord::shared`] of its own.
 pub type StreamItem = Arc<SharedEvent>;
-
-/// A stream item of an event that only this stream sends (a task snapshot, an event read back).
-pub fn item(seq: u64, event: StreamResponse) -> StreamItem {
-    Arc::new(SharedEvent::new(seq, event))
-}
 
 /// Applies `historyLength` (spec §3.2.4): unset → the server default, 0 → none, n → the last n.
 pub fn trim_history(task: &mut Task, requested: Option<i32>, default: Option<usize>) {

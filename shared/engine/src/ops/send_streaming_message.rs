@@ -10,8 +10,9 @@ use std::sync::Arc;
 use futures::stream::{self, StreamExt};
 
 use super::turn::start_turn;
-use super::{item, ResponseStream, StreamItem};
+use super::{ResponseStream, StreamItem};
 use crate::engine::{follow, CallContext, Engine};
+use crate::ports::EventRecord;
 use a2a_protocol::error::Result;
 use a2a_protocol::types::{SendMessageRequest, StreamResponse};
 
@@ -29,14 +30,14 @@ pub async fn send_streaming_message(
         // A repeated request: show the task as it stands, then whatever is still to come.
         let ended = snapshot.status.state.ends_turn();
         let task_id = snapshot.id.clone();
-        let opening = item(turn.start_seq, StreamResponse::Task(snapshot));
+        let opening = EventRecord { seq: turn.start_seq, event: StreamResponse::Task(snapshot) }.shared();
         if ended {
             return Ok(stream::iter([Ok(opening)]).boxed());
         }
         let rest = follow(engine.store.clone(), engine.hub.clone(), &task_id, turn.start_seq);
         return Ok(stream::iter([Ok(opening)]).chain(rest).boxed());
     }
-    let opening = item(turn.start_seq, StreamResponse::Task(snapshot));
+    let opening = EventRecord { seq: turn.start_seq, event: StreamResponse::Task(snapshot) }.shared();
     let mut events = follow(engine.store.clone(), engine.hub.clone(), opening.event.task_id(), turn.start_seq);
     let is_new_task = turn.is_new_task;
 

@@ -9,8 +9,9 @@ use std::sync::Arc;
 
 use futures::stream::{self, StreamExt};
 
-use super::{item, ResponseStream};
+use super::ResponseStream;
 use crate::engine::{follow, CallContext, Engine};
+use crate::ports::EventRecord;
 use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::types::{StreamResponse, SubscribeToTaskRequest, Validate};
 
@@ -36,6 +37,6 @@ pub async fn subscribe_to_task(
     if ctx.last_event_id.is_some() {
         return Ok(live);
     }
-    let snapshot = item(rec.last_seq, StreamResponse::Task(rec.task));
+    let snapshot = EventRecord { seq: rec.last_seq, event: StreamResponse::Task(rec.task) }.shared();
     Ok(stream::iter([Ok(snapshot)]).chain(live).boxed())
 }
