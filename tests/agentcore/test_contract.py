@@ -2,8 +2,10 @@
 `a2a-local --preset agentcore` on loopback: the `/ping` health check (Healthy, HealthyBusy while a
 turn runs, `time_of_last_update` moving only when the status changes, no credentials needed), the
 agent card at the well-known path naming the runtime's URL, JSON-RPC 1.0 and 0.3 on `POST /` with the
-runtime's session header. The runtime itself (its proxy, SigV4 or OAuth in front, the microVMs)
+runtime's session header; behind the runtime's JWT authorizer, the principal taken from the token it
+forwards. The runtime itself (its proxy, SigV4 or OAuth in front, the microVMs)
 cannot run here; docs/agentcore.md says what that leaves untested."""
+import base64
 import json
 import os
 import subprocess
@@ -21,6 +23,7 @@ from support import a2a_local, free_port, stop, wait_ready  # noqa: E402
 RUNTIME_URL = "https://bedrock-agentcore.us-east-1.amazonaws.com/runtimes/arn%3Aaws%3Abedrock-agentcore%3Aus-east-1%3A123456789012%3Aruntime%2Fa2a_agent-AbCdEf1234/invocations/"
 SESSION = "a2a-serverless-agentcore-session-0001"  # 33 to 256 characters, as the runtime sends
 KEY = "agentcore-test-key"
+ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_AbCdEfGhI"
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +153,42 @@ def test_ping_says_busy_while_a_turn_runs(server):
     assert idle and idle["time_of_last_update"] >= busy["time_of_last_update"], idle
     done = rpc(server, "GetTask", {"id": task["id"]}, "1.0")
     assert done["status"]["state"] == "TASK_STATE_COMPLETED", done
+
+
+def forwarded(sub, issuer=ISSUER):
+    """A bearer token as the runtime forwards it once its JWT authorizer verified it (a Cognito
+    access token's claims; a2a-local does not check the signature again, so any will do)."""
+    def b64(value):
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).rstrip(b"=").decode()
+    claims = {"iss": issuer, "sub": sub, "client_id": "agentcore-client", "token_use": "access",
+              "scope": "a2a/call", "exp": int(time.time()) + 300}
+    return {"Authorization": f"Bearer {b64({'alg': 'RS256', 'kid': 'k1'})}.{b64(claims)}.c2lnbmF0dXJl",
+            "A2A-Version": "1.0", "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": SESSION}
+
+
+def test_behind_the_runtimes_jwt_authorizer_the_principal_is_the_forwarded_tokens_subject(agent):
+    logs = os.environ.get("A2A_TEST_LOGS", "/tmp")
+    with open(os.path.join(logs, "agentcore-oauth-a2a-local.log"), "w") as log:
+        base, proc = a2a_local(["--preset", "agentcore", "--agent-url", agent, "--oidc-issuer", ISSUER], log=log,
+                               env={"AGENTCORE_RUNTIME_URL": RUNTIME_URL})
+        try:
+            def send(headers, method, params):
+                return call(base, "POST", "/", {"jsonrpc": "2.0", "id": 1, "method": method, "params": params},
+                            headers)
+
+            message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": "mine"}]}
+            status, body = send(forwarded("alice"), "SendMessage", {"message": message})
+            assert status == 200 and "result" in body, body
+            task_id = body["result"]["task"]["id"]
+            status, body = send(forwarded("alice"), "GetTask", {"id": task_id})
+            assert body["result"]["id"] == task_id, body
+            # Another subject does not see it; no token, or one from another issuer, is refused.
+            status, body = send(forwarded("bob"), "GetTask", {"id": task_id})
+            assert body["error"]["code"] == -32001, body
+            status, _ = send({"A2A-Version": "1.0"}, "GetTask", {"id": task_id})
+            assert status == 401
+            status, body = send(forwarded("alice", "https://issuer.elsewhere.test"), "GetTask", {"id": task_id})
+            assert status == 401 and "another issuer" in json.dumps(body), body
+            ping(base)  # the health check needs no token
+        finally:
+            stop(proc)

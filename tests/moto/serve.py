@@ -1,4 +1,4 @@
-"""moto_server with three changes that make it behave like AWS where the tests need it.
+"""moto_server with five changes that make it behave like AWS where the tests need it.
 
 1. DynamoDB requests are served one at a time.
 
@@ -25,6 +25,12 @@ proportion to the table, so a long run slows down and grows (the soak run: 1 GB 
 the kernel's OOM killer after 20 minutes). Here the table's copy is the table itself, and the
 items the transaction names are copied instead and put back when it fails, which is the same
 rollback for DynamoDB requests served one at a time (change 1).
+
+5. A FIFO queue's deduplication ids outlive their messages.
+moto drops a message as a duplicate only while a message with its id is still in the queue; SQS
+drops any message whose id was sent in the last 5 minutes, deleted or not ("accepted successfully
+but not delivered during the 5-minute deduplication interval"). A runner delivered again re-queues
+its turn's webhook deliveries, counting on that: the ids are remembered here for the same interval.
 
 Usage: python serve.py HOST PORT
 """
@@ -129,6 +135,33 @@ def atomic_receive(original):
 
 
 sqs_models.SQSBackend.receive_message = atomic_receive(sqs_models.SQSBackend.receive_message)
+
+
+DEDUPLICATION_SECONDS = 300  # SQS's deduplication interval
+SENT_IDS = {}  # (queue, deduplication id) -> monotonic time it was sent
+SENT_IDS_LOCK = threading.Lock()
+
+
+def remembered_ids(original):
+    def add(self, message):
+        if not (self.fifo_queue and message.deduplication_id):
+            return original(self, message)
+        now = time.monotonic()
+        key = (self.name, message.deduplication_id)
+        with SENT_IDS_LOCK:
+            if len(SENT_IDS) > 10_000:  # bounded: only ids of the last 5 minutes stay
+                for k in [k for k, at in SENT_IDS.items() if now - at >= DEDUPLICATION_SECONDS]:
+                    del SENT_IDS[k]
+            at = SENT_IDS.get(key)
+            if at is not None and now - at < DEDUPLICATION_SECONDS:
+                return None
+            SENT_IDS[key] = now
+        return original(self, message)
+
+    return add
+
+
+sqs_models.Queue.add_message = remembered_ids(sqs_models.Queue.add_message)
 
 
 def no_table_copies(x, memo=None):

@@ -311,6 +311,11 @@ struct AuthArgs {
     /// Clock skew tolerated on a token's `exp`, `nbf` and `iat`, in seconds.
     #[arg(long, env = "OIDC_LEEWAY_SECONDS", default_value_t = 60, requires = "oidc_issuer")]
     oidc_leeway_secs: u64,
+    /// A proxy in front verified the bearer token and forwards it (AgentCore Runtime's JWT
+    /// authorizer): take the principal from its claims without checking its signature again. Only
+    /// where nothing else reaches the port [default: on with --preset agentcore, else off].
+    #[arg(long, env = "OIDC_VERIFIED_BY_PROXY", value_enum, requires = "oidc_issuer")]
+    oidc_verified_by_proxy: Option<Switch>,
     /// Scopes per operation: `OP=scope scope,OP=scope`, OP a 1.0 method name (SendMessage, ...),
     /// `push` (the four push-config operations) or `*`.
     #[arg(long, env = "A2A_OPERATION_SCOPES", requires = "oidc_issuer")]
@@ -321,7 +326,11 @@ struct AuthArgs {
 }
 
 impl AuthArgs {
-    fn settings(&self) -> auth::AuthSettings {
+    fn settings(&self, preset: Option<Preset>) -> auth::AuthSettings {
+        let by_proxy = self.oidc_verified_by_proxy.unwrap_or(match preset {
+            Some(Preset::Agentcore) => Switch::On,
+            None => Switch::Off,
+        });
         auth::AuthSettings {
             api_keys: self.api_keys.clone(),
             api_key_header: Some(self.api_key_header.clone()),
@@ -334,7 +343,10 @@ impl AuthArgs {
                 principal_claim: self.oidc_principal_claim.clone(),
                 token_url: self.oidc_token_url.clone(),
                 leeway_secs: Some(self.oidc_leeway_secs),
-                verified_by_gateway: false,
+                verified_by: match by_proxy {
+                    Switch::On => auth::VerifiedBy::Proxy,
+                    Switch::Off => auth::VerifiedBy::Server,
+                },
             }),
             operation_scopes: self.operation_scopes.clone(),
             skill_scopes: self.skill_scopes.clone(),
@@ -371,7 +383,7 @@ fn serve(args: Args) -> Result<(), String> {
         AgentChoice::with_upstream(args.agent.as_deref(), args.agent_url.as_deref(), args.agent_a2a.as_deref())
             .map_err(|e| e.message)?;
     let extended_card = args.extended_card.as_ref().map(read).transpose()?;
-    let auth = args.auth.settings().build().map_err(|e| e.message)?;
+    let auth = args.auth.settings(args.preset).build().map_err(|e| e.message)?;
     let webhook_allow = AllowList::parse(&args.webhook_allow).map_err(|e| e.message)?;
     let playground_allow = webhook_allow.clone();
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| e.to_string())?;

@@ -22,6 +22,11 @@ use a2a_http::service::{Limits, Service};
 use a2a_protocol::error::Result;
 use a2a_protocol::types::AgentCard;
 
+/// How often a stream or a blocking SendMessage on the AWS backend looks at the event log for
+/// events another process recorded (one DynamoDB Query each time).
+#[cfg(feature = "aws")]
+const SHARED_STORE_LOOK: Duration = Duration::from_secs(1);
+
 /// Where tasks live and how jobs travel.
 #[derive(Debug, Clone, Default)]
 pub enum Backend {
@@ -298,7 +303,14 @@ pub async fn start(config: EmbeddedConfig) -> Result<Embedded> {
     card.sign(&signing)
         .await
         .map_err(|e| a2a_protocol::error::A2aError::internal(format!("signing the agent card: {e}")))?;
-    let hub = a2a_edge::publisher::EdgePublisher::wrap(Arc::new(MemoryHub::default()), config.edge)?;
+    let hub: Arc<dyn a2a_engine::ports::StreamHub> = Arc::new(MemoryHub::default());
+    // Other processes may run this store's turns (replicas on one table): look at it now and then.
+    #[cfg(feature = "aws")]
+    let hub: Arc<dyn a2a_engine::ports::StreamHub> = match wiring.dynamo.is_some() {
+        true => Arc::new(a2a_engine::poll_hub::Backstopped { inner: hub, every: SHARED_STORE_LOOK }),
+        false => hub,
+    };
+    let hub = a2a_edge::publisher::EdgePublisher::wrap(hub, config.edge)?;
     let ports = EnginePorts {
         store: wiring.store,
         push_configs: wiring.push_configs,

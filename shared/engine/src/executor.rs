@@ -192,6 +192,8 @@ struct Tally {
     state: Option<TaskState>,
     events: u64,
     chunks: u64,
+    /// A webhook delivery of a committed event could not be queued.
+    pushes_owed: bool,
 }
 
 impl EventSink {
@@ -216,6 +218,11 @@ impl EventSink {
         (t.events, t.chunks)
     }
 
+    /// True when a webhook delivery of an event committed through this sink could not be queued.
+    pub(crate) fn pushes_owed(&self) -> bool {
+        self.committed.lock().pushes_owed
+    }
+
     /// The runner recorded the turn's ending itself.
     pub(crate) fn ended(&self, state: TaskState) {
         self.committed.lock().state = Some(state);
@@ -236,6 +243,7 @@ impl EventSink {
         t.state = Some(committed.state);
         t.events += count;
         t.chunks += chunks;
+        t.pushes_owed |= committed.pushes_owed;
         Ok(())
     }
 

@@ -123,6 +123,10 @@ pub struct Committed {
     pub state: TaskState,
     pub version: u64,
     pub has_push: bool,
+    /// Set by the [`crate::engine::Recorder`], never by a store: a webhook delivery of these events
+    /// could not be queued. Whoever recorded them must make the deliveries be queued again (a run
+    /// fails its job so the queue hands it out again, see [`crate::runner`]).
+    pub pushes_owed: bool,
 }
 
 /// An update to apply atomically: it mutates the record and returns the events it generated
@@ -214,6 +218,10 @@ pub enum Job {
         /// Extension URIs the client activated for this turn (`A2A-Extensions`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         extensions: Vec<String>,
+        /// The event that opened the turn was committed but not all of its webhook deliveries
+        /// could be queued: the run queues them (again) before anything else.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pushes_owed: bool,
     },
     /// Stop the executor running task `task_id`.
     Cancel { task_id: String },

@@ -32,6 +32,7 @@ struct Run {
     turn: u64,
     attempt: u32,
     extensions: Vec<String>,
+    pushes_owed: bool,
 }
 
 pub struct Runner {
@@ -39,6 +40,14 @@ pub struct Runner {
     executor: Arc<dyn AgentExecutor>,
     running: Mutex<HashMap<String, CancellationToken>>,
     claim_turns: bool,
+}
+
+/// The run's job fails (and is handed out again, which queues the turn's deliveries again) when a
+/// webhook delivery of the turn could not be queued.
+fn pushes_owed(task_id: &str) -> A2aError {
+    A2aError::internal(format!(
+        "task {task_id}: a webhook delivery of this turn could not be queued; the run is delivered again to queue it"
+    ))
 }
 
 impl Runner {
@@ -65,8 +74,8 @@ impl Runner {
     /// staying WORKING forever (its agent may have had side effects, so it is not run again).
     pub async fn handle_attempt(&self, job: Job, attempt: u32) -> Result<()> {
         match job {
-            Job::Execute { task_id, message_id, turn, extensions } => {
-                self.execute(&task_id, &message_id, Run { turn, attempt, extensions }).await
+            Job::Execute { task_id, message_id, turn, extensions, pushes_owed } => {
+                self.execute(&task_id, &message_id, Run { turn, attempt, extensions, pushes_owed }).await
             }
             Job::Cancel { task_id } => {
                 if let Some(token) = self.running.lock().get(&task_id) {
@@ -93,6 +102,11 @@ impl Runner {
             tracing::warn!(task_id, "execute job for an unknown task dropped");
             return Ok(());
         };
+        // A run delivered again may have stopped between committing events and queueing their
+        // webhook deliveries: queue the turn's again first, so that they stay in order.
+        if rec.has_push && (attempt > 1 || run.pushes_owed) {
+            self.engine.recorder.requeue_pushes(task_id, run.turn).await?;
+        }
         let claimed = rec.turn.as_ref().is_some_and(|t| t.claimed_by.is_some());
         if attempt > 1 && (rec.state() == TaskState::Working || claimed) && !self.is_running(task_id) {
             tracing::error!(task_id, attempt, "the previous run of this task was interrupted; the task fails");
@@ -160,7 +174,11 @@ impl Runner {
         let (events, chunks) = sink.counts();
         spans::turn_ended(&span, ended, failed, events, chunks);
         span.in_scope(|| tracing::debug!(task_id, state = ended, events, chunks, "turn ended"));
-        result
+        result?;
+        match sink.pushes_owed() {
+            false => Ok(()),
+            true => Err(pushes_owed(task_id)),
+        }
     }
 
     /// Claims `turn` of the task for a run of this process: false when another run has it, or
@@ -238,6 +256,7 @@ impl Runner {
         }
         let message = why.map(Message::agent_text);
         match self.engine.recorder.record(task_id, vec![AgentEvent::Status { state, message }]).await {
+            Ok(c) if c.pushes_owed => Err(pushes_owed(task_id)),
             Ok(_) => Ok(()),
             // Someone else (CancelTask's fallback) ended the task first: nothing left to do.
             Err(e) if e.kind == a2a_protocol::error::ErrorKind::UnsupportedOperation => Ok(()),

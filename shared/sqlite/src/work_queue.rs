@@ -126,6 +126,7 @@ impl SqliteWorkQueue {
                         message_id,
                         turn: record.last_seq,
                         extensions: Vec::new(),
+                        pushes_owed: false,
                     }
                 }
             };

@@ -561,7 +561,7 @@ async fn jwt_authorizer_claims_are_the_principal() {
             issuer: "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_EXAMPLE".into(),
             required_scopes: Some("a2a/call".into()),
             token_url: Some("https://example.auth.us-east-1.amazoncognito.com/oauth2/token".into()),
-            verified_by_gateway: true,
+            verified_by: a2a::auth::VerifiedBy::Gateway,
             ..Default::default()
         }),
         operation_scopes: Some("push=a2a/push".into()),

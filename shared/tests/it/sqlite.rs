@@ -236,7 +236,7 @@ fn a_turn_delivered_too_many_times_fails_instead_of_running_again() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let message_id = p.task(&id)["history"][0]["messageId"].as_str().unwrap().to_string();
-    let job = Job::Execute { task_id: id.clone(), message_id, turn: 0, extensions: Vec::new() };
+    let job = Job::Execute { task_id: id.clone(), message_id, turn: 0, extensions: Vec::new(), pushes_owed: false };
     let runner = p.agent.runner.clone();
     let attempt = a2a::runner::MAX_DELIVERIES + 1;
     p.runtime.block_on(runner.handle_attempt(job, attempt)).unwrap();

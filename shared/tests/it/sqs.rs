@@ -93,7 +93,13 @@ async fn duplicates_and_redeliveries_run_the_agent_once() {
     // SQS redelivers the execute job (a crashed consumer, a visibility timeout): a no-op.
     let task_id = first["result"]["task"]["id"].as_str().unwrap().to_string();
     a.runner
-        .handle(Job::Execute { task_id: task_id.clone(), message_id: "only-once".into(), turn: 0, extensions: vec![] })
+        .handle(Job::Execute {
+            task_id: task_id.clone(),
+            message_id: "only-once".into(),
+            turn: 0,
+            extensions: vec![],
+            pushes_owed: false,
+        })
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -160,7 +166,13 @@ async fn two_runners_given_one_job_at_once_run_the_agent_once() {
             turn: Some(TurnKey { message_id: format!("m-{round}"), fingerprint: "f".into(), claimed_by: None }),
         };
         assert!(a.engine.store.create(record, None).await.unwrap());
-        let job = Job::Execute { task_id: id.clone(), message_id: format!("m-{round}"), turn: 0, extensions: vec![] };
+        let job = Job::Execute {
+            task_id: id.clone(),
+            message_id: format!("m-{round}"),
+            turn: 0,
+            extensions: vec![],
+            pushes_owed: false,
+        };
         let (x, y) = tokio::join!(a.runner.handle(job.clone()), b.runner.handle(job));
         x.unwrap();
         y.unwrap();
@@ -249,4 +261,71 @@ async fn heartbeats_keep_a_long_job_from_being_redelivered() {
     let count = |k| attrs.attributes().unwrap().get(&k).unwrap().parse::<u32>().unwrap();
     assert_eq!(count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessages), 0);
     assert_eq!(count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesNotVisible), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_delivered_again_queues_the_webhook_deliveries_its_crashed_predecessor_did_not() {
+    if !common::aws_available() {
+        return;
+    }
+    use a2a::engine::{apply_all, AgentEvent};
+    use a2a::ports::{TaskRecord, TurnKey};
+    use a2a::types::{Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus};
+    let runs = Arc::new(AtomicUsize::new(0));
+    let (url, hits) = common::webhook_receiver(Vec::new()).await;
+    let table = format!("owed-{}", uuid::Uuid::new_v4().simple());
+    let a = aws_agent(&table, Arc::new(Counting(runs.clone())), 3).await;
+    let id = uuid::Uuid::new_v4().to_string();
+    let mut first = Message::user_text("hello");
+    first.message_id = "m".into();
+    first.task_id = id.clone();
+    first.context_id = "ctx".into();
+    let now = chrono::Utc::now();
+    let record = TaskRecord {
+        task: Task {
+            id: id.clone(),
+            context_id: "ctx".into(),
+            status: TaskStatus::new(TaskState::Submitted, now),
+            artifacts: None,
+            history: vec![first],
+            metadata: None,
+        },
+        owner: "anonymous".into(),
+        version: 1,
+        last_seq: 0,
+        cancel_requested: false,
+        has_push: true,
+        created_at: now,
+        turn: Some(TurnKey { message_id: "m".into(), fingerprint: "f".into(), claimed_by: None }),
+    };
+    assert!(a.engine.store.create(record, None).await.unwrap());
+    let config = TaskPushNotificationConfig { id: "c".into(), task_id: id.clone(), url, ..Default::default() };
+    a.engine.push_configs.put(config).await.unwrap();
+    // The run committed its events straight through the store and stopped before queueing their
+    // deliveries (the process was killed between the two).
+    let events = vec![
+        AgentEvent::Status { state: TaskState::Working, message: None },
+        AgentEvent::Status { state: TaskState::Completed, message: None },
+    ];
+    a.engine.store.update(&id, 0, &|r| apply_all(r, &events, now)).await.unwrap();
+
+    // SQS hands the job out again: the finished task is not run again, its deliveries are queued.
+    let job =
+        Job::Execute { task_id: id.clone(), message_id: "m".into(), turn: 0, extensions: vec![], pushes_owed: false };
+    a.runner.handle_attempt(job.clone(), 2).await.unwrap();
+    let seqs = |hits: &common::Hits| -> Vec<u64> {
+        hits.lock().iter().map(|h| h.headers["a2a-event-id"].to_str().unwrap().parse().unwrap()).collect()
+    };
+    for _ in 0..100 {
+        if seqs(&hits).len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seqs(&hits), [1, 2], "both events delivered, in order");
+    assert_eq!(runs.load(Ordering::SeqCst), 0, "a finished task is not run again");
+    // Once more (a third delivery): SQS drops the deliveries it queued in the last 5 minutes.
+    a.runner.handle_attempt(job, 3).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(seqs(&hits), [1, 2], "queued once within SQS's deduplication interval");
 }

@@ -1,6 +1,7 @@
 //! OAuth 2.0 bearer tokens (RFC 6750) as a scheme: the token from the `Authorization` header,
 //! verified by [`crate::oidc::BearerVerifier`] (or, behind API Gateway's JWT authorizer, the claims
-//! the gateway verified), the principal and scopes it grants, the RFC 6750 challenges of its
+//! the gateway verified; behind a proxy that verified the token and forwards it, the token's own
+//! claims), the principal and scopes it grants, the RFC 6750 challenges of its
 //! refusals, and what the card declares for it (OpenID Connect discovery, the OAuth 2.0
 //! client-credentials flow, or plain HTTP bearer). Nothing here logs a token or a claim.
 
@@ -9,7 +10,7 @@ use std::sync::Arc;
 
 use http::request::Parts;
 
-use super::{list, requirement, CardSecurity, GatewayClaims, Grants, OidcSettings, Principal};
+use super::{list, requirement, CardSecurity, GatewayClaims, Grants, OidcSettings, Principal, VerifiedBy};
 use crate::oidc::{BearerVerifier, OidcConfig, Refusal};
 use a2a_protocol::error::{A2aError, Result};
 use a2a_protocol::operation::Operation;
@@ -24,14 +25,22 @@ const OAUTH2: &str = "oauth2";
 const BEARER: &str = "bearer";
 
 pub struct BearerAuth {
-    /// `None`: the API gateway verified the token ([`GatewayClaims`]).
-    verifier: Option<BearerVerifier>,
+    verifier: Verifier,
     issuer: String,
     /// Declared in the card: OpenID discovery (when no explicit JWKS URL was given).
     discovery: bool,
     token_url: Option<String>,
     required_scopes: Vec<String>,
     principal_claim: String,
+}
+
+/// Who checks a token, seen from here.
+enum Verifier {
+    Here(Box<BearerVerifier>),
+    /// The API gateway: its claims are in the request's extensions ([`GatewayClaims`]).
+    Gateway,
+    /// A proxy in front: the token's claims are read as they are (the `iss` checked, no signature).
+    Proxy,
 }
 
 impl BearerAuth {
@@ -44,18 +53,20 @@ impl BearerAuth {
         let required_scopes = list(settings.required_scopes.as_deref());
         let principal_claim =
             settings.principal_claim.clone().filter(|c| !c.is_empty()).unwrap_or_else(|| "sub".into());
-        let verifier = if settings.verified_by_gateway {
-            None
-        } else {
-            let mut config = OidcConfig::new(issuer.clone(), list(settings.audiences.as_deref()));
-            config.jwks_url.clone_from(&settings.jwks_url);
-            config.client_ids = list(settings.client_ids.as_deref());
-            config.required_scopes.clone_from(&required_scopes);
-            config.principal_claim.clone_from(&principal_claim);
-            if let Some(secs) = settings.leeway_secs {
-                config.leeway = std::time::Duration::from_secs(secs);
+        let verifier = match settings.verified_by {
+            VerifiedBy::Gateway => Verifier::Gateway,
+            VerifiedBy::Proxy => Verifier::Proxy,
+            VerifiedBy::Server => {
+                let mut config = OidcConfig::new(issuer.clone(), list(settings.audiences.as_deref()));
+                config.jwks_url.clone_from(&settings.jwks_url);
+                config.client_ids = list(settings.client_ids.as_deref());
+                config.required_scopes.clone_from(&required_scopes);
+                config.principal_claim.clone_from(&principal_claim);
+                if let Some(secs) = settings.leeway_secs {
+                    config.leeway = std::time::Duration::from_secs(secs);
+                }
+                Verifier::Here(Box::new(BearerVerifier::new(config).map_err(bad)?))
             }
-            Some(BearerVerifier::new(config).map_err(bad)?)
         };
         Ok(Self {
             verifier,
@@ -79,12 +90,16 @@ impl BearerAuth {
     /// The principal of the bearer token the request presents; `None` when it presents none.
     pub(crate) async fn authenticate(&self, req: &Parts) -> Option<Result<Principal>> {
         let token = bearer_token(req);
-        let Some(verifier) = &self.verifier else {
-            return match (req.extensions.get::<GatewayClaims>(), token) {
-                (Some(claims), _) => Some(self.gateway_principal(claims)),
-                (None, Some(_)) => Some(Err(invalid_token("the token did not pass the API gateway's authorizer"))),
-                (None, None) => None,
-            };
+        let verifier = match &self.verifier {
+            Verifier::Here(verifier) => verifier,
+            Verifier::Gateway => {
+                return match (req.extensions.get::<GatewayClaims>(), token) {
+                    (Some(claims), _) => Some(self.gateway_principal(claims)),
+                    (None, Some(_)) => Some(Err(invalid_token("the token did not pass the API gateway's authorizer"))),
+                    (None, None) => None,
+                }
+            }
+            Verifier::Proxy => return token.map(|t| self.forwarded_claims(t).and_then(|c| self.gateway_principal(&c))),
         };
         let token = token?;
         Some(match verifier.verify(token, &[]).await {
@@ -94,6 +109,37 @@ impl BearerAuth {
             Err(Refusal::InvalidToken(why)) => Err(invalid_token(&why)),
             Err(Refusal::InsufficientScope(scope)) => Err(insufficient_scope(&scope)),
         })
+    }
+
+    /// The claims of a token the proxy in front verified: read, not verified again; its issuer must
+    /// still be this deployment's (a token meant for another agent is refused).
+    fn forwarded_claims(&self, token: &str) -> Result<GatewayClaims> {
+        use base64::Engine as _;
+        let payload = token.split('.').nth(1).ok_or_else(|| invalid_token("not a JWT"))?;
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload.trim_end_matches('='))
+            .map_err(|_| invalid_token("the payload is not base64url"))?;
+        let serde_json::Value::Object(claims) =
+            serde_json::from_slice(&bytes).map_err(|_| invalid_token("the payload is not JSON"))?
+        else {
+            return Err(invalid_token("the payload is not a JSON object"));
+        };
+        if claims.get("iss").and_then(|i| i.as_str()).map(|i| i.trim_end_matches('/'))
+            != Some(self.issuer.trim_end_matches('/'))
+        {
+            return Err(invalid_token("the token was issued by another issuer"));
+        }
+        // As HTTP APIs pass claims on: strings as they are, an array as "[a b]".
+        let text = |v: serde_json::Value| match v {
+            serde_json::Value::String(s) => s,
+            serde_json::Value::Array(items) => {
+                let items: Vec<String> =
+                    items.into_iter().map(|i| i.as_str().map_or_else(|| i.to_string(), String::from)).collect();
+                format!("[{}]", items.join(" "))
+            }
+            other => other.to_string(),
+        };
+        Ok(GatewayClaims { claims: claims.into_iter().map(|(k, v)| (k, text(v))).collect(), scopes: Vec::new() })
     }
 
     fn gateway_principal(&self, gateway: &GatewayClaims) -> Result<Principal> {
@@ -226,13 +272,13 @@ mod tests {
     use super::*;
     use crate::auth::AuthSettings;
 
-    fn settings(gateway: bool) -> OidcSettings {
+    fn settings(verified_by: VerifiedBy) -> OidcSettings {
         OidcSettings {
             issuer: "https://issuer.test".into(),
             audiences: Some("https://agent.test".into()),
             required_scopes: Some("a2a.call".into()),
             token_url: Some("https://issuer.test/token".into()),
-            verified_by_gateway: gateway,
+            verified_by,
             ..Default::default()
         }
     }
@@ -240,7 +286,7 @@ mod tests {
     #[test]
     fn the_card_declares_discovery_the_client_credentials_flow_and_per_skill_scopes() {
         let auth = AuthSettings {
-            oidc: Some(settings(false)),
+            oidc: Some(settings(VerifiedBy::Server)),
             operation_scopes: Some("push=a2a.push".into()),
             skill_scopes: Some("summarize=a2a.summarize".into()),
             ..Default::default()
@@ -268,7 +314,7 @@ mod tests {
         let plain = BearerAuth::new(&OidcSettings {
             jwks_url: Some("https://issuer.test/keys".into()),
             token_url: None,
-            ..settings(false)
+            ..settings(VerifiedBy::Server)
         })
         .unwrap();
         let mut card = CardSecurity::default();
@@ -280,7 +326,7 @@ mod tests {
 
     #[tokio::test]
     async fn gateway_claims_name_the_principal_and_its_scopes() {
-        let auth = BearerAuth::new(&settings(true)).unwrap();
+        let auth = BearerAuth::new(&settings(VerifiedBy::Gateway)).unwrap();
         let mut req = http::Request::builder().uri("/").body(()).unwrap().into_parts().0;
         assert!(auth.authenticate(&req).await.is_none(), "no token, no claims: not this scheme");
         let claims = |scope: &str| GatewayClaims {
@@ -295,6 +341,42 @@ mod tests {
         let refused = auth.authenticate(&req).await.unwrap().unwrap_err();
         assert_eq!(refused.kind, a2a_protocol::ErrorKind::PermissionDenied);
         assert_eq!(refused.challenges, [r#"Bearer realm="a2a", error="insufficient_scope", scope="a2a.call""#]);
+    }
+
+    #[tokio::test]
+    async fn behind_a_verifying_proxy_the_forwarded_tokens_claims_name_the_principal() {
+        use base64::Engine as _;
+        let auth = BearerAuth::new(&settings(VerifiedBy::Proxy)).unwrap();
+        let jwt = |claims: serde_json::Value| {
+            let b64 = |v: &serde_json::Value| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v.to_string());
+            format!("{}.{}.c2lnbmVk", b64(&serde_json::json!({"alg": "RS256"})), b64(&claims))
+        };
+        let with = |token: &str| {
+            http::Request::builder().header("authorization", format!("Bearer {token}")).body(()).unwrap().into_parts().0
+        };
+        let none = http::Request::builder().body(()).unwrap().into_parts().0;
+        assert!(auth.authenticate(&none).await.is_none(), "no token: not this scheme");
+        let token =
+            jwt(serde_json::json!({"iss": "https://issuer.test/", "sub": "alice", "scope": "a2a.call a2a.push"}));
+        let principal = auth.authenticate(&with(&token)).await.unwrap().unwrap();
+        assert_eq!(principal.id, "alice");
+        assert!(principal.grants.allows("a2a.push") && !principal.grants.allows("a2a.admin"));
+        let token = jwt(serde_json::json!({"iss": "https://issuer.test", "sub": "bob", "scp": ["a2a.other"]}));
+        let refused = auth.authenticate(&with(&token)).await.unwrap().unwrap_err();
+        assert_eq!(refused.kind, a2a_protocol::ErrorKind::PermissionDenied, "{refused:?}");
+        for (token, why) in [
+            (
+                jwt(serde_json::json!({"iss": "https://other.test", "sub": "eve", "scope": "a2a.call"})),
+                "another issuer",
+            ),
+            (jwt(serde_json::json!({"iss": "https://issuer.test", "scope": "a2a.call"})), "no sub claim"),
+            ("opaque".to_string(), "not a JWT"),
+            ("a.!!!.c".to_string(), "not base64url"),
+        ] {
+            let refused = auth.authenticate(&with(&token)).await.unwrap().unwrap_err();
+            assert_eq!(refused.kind, a2a_protocol::ErrorKind::Unauthenticated, "{why}");
+            assert!(refused.message.contains(why), "{why}: {}", refused.message);
+        }
     }
 
     #[test]

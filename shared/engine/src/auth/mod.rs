@@ -164,9 +164,23 @@ pub struct OidcSettings {
     pub token_url: Option<String>,
     /// Clock skew tolerated on `exp`, `nbf` and `iat`, in seconds (default 60).
     pub leeway_secs: Option<u64>,
-    /// The tokens were verified by the API gateway in front (its JWT authorizer): take the
-    /// principal from the claims it passes on instead of verifying again.
-    pub verified_by_gateway: bool,
+    /// Who verifies the tokens (default: this server).
+    pub verified_by: VerifiedBy,
+}
+
+/// Who verifies bearer tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum VerifiedBy {
+    /// This server, with the issuer's keys.
+    #[default]
+    Server,
+    /// API Gateway's JWT authorizer: the principal comes from the claims it passes on
+    /// ([`GatewayClaims`]) instead of verifying again.
+    Gateway,
+    /// A proxy in front that verified the token and forwards it (Bedrock AgentCore Runtime's JWT
+    /// authorizer with `Authorization` allowlisted): its claims are read without checking its
+    /// signature again, so the port must be reachable through that proxy only.
+    Proxy,
 }
 
 impl AuthSettings {
@@ -187,8 +201,10 @@ impl AuthSettings {
                 principal_claim: var("OIDC_PRINCIPAL_CLAIM"),
                 token_url: var("OIDC_TOKEN_URL"),
                 leeway_secs: var("OIDC_LEEWAY_SECONDS").and_then(|v| v.trim().parse().ok()),
-                verified_by_gateway: var("OIDC_VERIFIED_BY_GATEWAY")
-                    .is_some_and(|v| v.trim().eq_ignore_ascii_case("true")),
+                verified_by: match var("OIDC_VERIFIED_BY_GATEWAY") {
+                    Some(v) if v.trim().eq_ignore_ascii_case("true") => VerifiedBy::Gateway,
+                    _ => VerifiedBy::Server,
+                },
             }),
             operation_scopes: var("A2A_OPERATION_SCOPES"),
             skill_scopes: var("A2A_SKILL_SCOPES"),
@@ -402,7 +418,7 @@ mod tests {
         let settings = AuthSettings::from_vars(|name| vars.get(name).map(|v| v.to_string()));
         let oidc = settings.oidc.clone().unwrap();
         assert_eq!((oidc.issuer.as_str(), oidc.client_ids.as_deref()), ("https://issuer.test", Some("c1,c2")));
-        assert_eq!((oidc.leeway_secs, oidc.verified_by_gateway), (Some(5), true));
+        assert_eq!((oidc.leeway_secs, oidc.verified_by), (Some(5), VerifiedBy::Gateway));
         assert!(settings.build().is_ok());
         assert!(AuthSettings::from_vars(|_| None).build().unwrap().is_open());
     }

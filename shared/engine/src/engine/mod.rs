@@ -131,52 +131,80 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// Commits `events` and fans them out. A webhook delivery that could not be queued is not an
+    /// error (the events are committed): the result says so in [`Committed::pushes_owed`].
     pub async fn record(&self, task_id: &str, events: Vec<AgentEvent>) -> Result<Committed> {
         let now = self.clock.now();
         let adds = events.iter().map(AgentEvent::size).sum();
-        let committed = self.store.update(task_id, adds, &|rec| apply_all(rec, &events, now)).await?;
-        self.fan_out(task_id, &committed).await;
+        let mut committed = self.store.update(task_id, adds, &|rec| apply_all(rec, &events, now)).await?;
+        committed.pushes_owed = !self.fan_out(task_id, &committed).await;
         Ok(committed)
     }
 
-    /// Sends committed events to the streams and webhooks of the task.
-    pub async fn fan_out(&self, task_id: &str, committed: &Committed) {
+    /// Sends committed events to the streams and webhooks of the task; false when a webhook
+    /// delivery could not be queued.
+    pub async fn fan_out(&self, task_id: &str, committed: &Committed) -> bool {
         for ev in &committed.events {
             self.hub.publish(task_id, ev);
         }
         if committed.state.is_terminal() {
             self.hub.close(task_id);
         }
-        let Some(queue) = &self.push_queue else {
-            return;
-        };
         if !committed.has_push {
-            return;
+            return true;
         }
-        let configs = match self.push_configs.list(task_id).await {
-            Ok(c) => c,
+        match self.queue_pushes(task_id, &committed.events).await {
+            Ok(()) => true,
             Err(e) => {
-                tracing::error!(task_id, error = %e, "cannot read push configs; webhooks not notified");
-                return;
+                tracing::error!(task_id, error = %e, "webhook deliveries not queued");
+                false
             }
+        }
+    }
+
+    /// Queues the webhook deliveries of the task's events from sequence number `from` on again: the
+    /// process that recorded them may have stopped (or failed to queue) before queueing them all.
+    /// Deliveries already queued are dropped by queues that deduplicate (SQS FIFO: one id per task,
+    /// webhook and event, for 5 minutes; SQLite: one row each); past that a receiver may get an
+    /// event twice, never out of order, and dedupes by `(taskId, A2A-Event-Id)`.
+    pub async fn requeue_pushes(&self, task_id: &str, from: u64) -> Result<()> {
+        if self.push_queue.is_none() {
+            return Ok(());
+        }
+        let events = self.store.events_after(task_id, from.saturating_sub(1)).await?;
+        match events.is_empty() {
+            true => Ok(()),
+            false => self.queue_pushes(task_id, &events).await,
+        }
+    }
+
+    /// Queues one delivery per (webhook, event). A webhook whose delivery cannot be queued gets none
+    /// of its later events either, so that a later [`Recorder::requeue_pushes`] keeps them in order.
+    async fn queue_pushes(&self, task_id: &str, events: &[EventRecord]) -> Result<()> {
+        let Some(queue) = &self.push_queue else {
+            return Ok(());
         };
+        let configs = self.push_configs.list(task_id).await?;
         // 0.3 webhooks get the task as it stands (see `TaskPushNotificationConfig::v03_payloads`).
         let snapshot = match configs.iter().any(|c| c.v03_payloads) {
             true => self.store.load(task_id).await.ok().flatten().map(|r| r.task),
             false => None,
         };
         let trace = a2a_telemetry::context::current();
+        let mut failed = Ok(());
         for config in configs {
-            for event in &committed.events {
+            for event in events {
                 let event = match (&snapshot, config.v03_payloads) {
                     (Some(task), true) => EventRecord { seq: event.seq, event: StreamResponse::Task(task.clone()) },
                     _ => event.clone(),
                 };
                 let job = PushJob { config: config.clone(), event, attempt: 1, trace: trace.clone() };
                 if let Err(e) = queue.enqueue(job, Duration::ZERO).await {
-                    tracing::error!(task_id, error = %e, "cannot queue push delivery");
+                    failed = Err(e);
+                    break;
                 }
             }
         }
+        failed
     }
 }

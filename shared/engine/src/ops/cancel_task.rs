@@ -46,6 +46,13 @@ pub async fn cancel_task(engine: &Engine, ctx: &CallContext, req: CancelTaskRequ
     // Cancel it ourselves unless it already ended (the fold refuses events on a terminal task).
     let cancel = vec![AgentEvent::Status { state: TaskState::Canceled, message: None }];
     match engine.recorder.record(&req.id, cancel).await {
+        // No run follows a cancel to queue its deliveries again: one more try here, then the log.
+        Ok(c) if c.pushes_owed => {
+            let from = c.events.first().map_or(0, |e| e.seq);
+            if let Err(e) = engine.recorder.requeue_pushes(&req.id, from).await {
+                tracing::error!(task_id = %req.id, error = %e, "the cancel's webhook deliveries could not be queued");
+            }
+        }
         Ok(_) => {}
         Err(e) if e.kind == ErrorKind::UnsupportedOperation => {}
         Err(e) => return Err(e),

@@ -28,6 +28,8 @@ pub(super) struct Turn {
     pub is_new_task: bool,
     /// The request repeats one already accepted: nothing new was started.
     pub duplicate: bool,
+    /// A webhook delivery of the turn's opening event could not be queued (the run queues it).
+    pub pushes_owed: bool,
 }
 
 /// How many times a new task races other requests for the same `messageId` before giving up.
@@ -200,6 +202,7 @@ pub(super) async fn start_turn(engine: &Engine, ctx: &CallContext, req: SendMess
         message_id,
         turn: turn.start_seq,
         extensions: ctx.extensions.clone(),
+        pushes_owed: turn.pushes_owed,
     };
     engine.queue.enqueue(job).await?;
     Ok(turn)
@@ -225,7 +228,13 @@ async fn new_task(
         let claimed = engine.store.claimed_task(owner, &message.message_id).await?;
         if let Some(id) = &claimed {
             if let Some(rec) = engine.store.load(id).await?.filter(|r| is_retry(r, owner, &key)) {
-                return Ok(Turn { start_seq: rec.last_seq, snapshot: rec.task, is_new_task: true, duplicate: true });
+                return Ok(Turn {
+                    start_seq: rec.last_seq,
+                    snapshot: rec.task,
+                    is_new_task: true,
+                    duplicate: true,
+                    pushes_owed: false,
+                });
             }
         }
         let now = engine.clock.now();
@@ -252,7 +261,7 @@ async fn new_task(
         };
         let claim = MessageClaim { owner: owner.clone(), message_id: message.message_id.clone(), replaces: claimed };
         if engine.store.create(record, Some(&claim)).await? {
-            return Ok(Turn { snapshot: task, start_seq: 0, is_new_task: true, duplicate: false });
+            return Ok(Turn { snapshot: task, start_seq: 0, is_new_task: true, duplicate: false, pushes_owed: false });
         }
         // Another request with this messageId won the race: look again (it may be our retry).
     }
@@ -265,7 +274,13 @@ async fn new_task(
 async fn next_turn(engine: &Engine, ctx: &CallContext, mut message: Message, key: TurnKey) -> Result<Turn> {
     let rec = engine.load_owned(ctx, &message.task_id).await?;
     if is_retry(&rec, &ctx.principal.id, &key) {
-        return Ok(Turn { start_seq: rec.last_seq, snapshot: rec.task, is_new_task: false, duplicate: true });
+        return Ok(Turn {
+            start_seq: rec.last_seq,
+            snapshot: rec.task,
+            is_new_task: false,
+            duplicate: true,
+            pushes_owed: false,
+        });
     }
     let state = rec.state();
     if state.is_terminal() {
@@ -289,7 +304,13 @@ async fn next_turn(engine: &Engine, ctx: &CallContext, mut message: Message, key
         Err(e) if e.kind == ErrorKind::UnsupportedOperation => {
             let now = engine.load_owned(ctx, &task_id).await?;
             if is_retry(&now, &ctx.principal.id, &key) {
-                return Ok(Turn { start_seq: now.last_seq, snapshot: now.task, is_new_task: false, duplicate: true });
+                return Ok(Turn {
+                    start_seq: now.last_seq,
+                    snapshot: now.task,
+                    is_new_task: false,
+                    duplicate: true,
+                    pushes_owed: false,
+                });
             }
             return Err(e);
         }
@@ -297,7 +318,7 @@ async fn next_turn(engine: &Engine, ctx: &CallContext, mut message: Message, key
     };
     let start_seq = committed.events.last().map_or(rec.last_seq, |e| e.seq);
     let snapshot = engine.store.load(&task_id).await?.ok_or_else(|| A2aError::task_not_found(&task_id))?.task;
-    Ok(Turn { snapshot, start_seq, is_new_task: false, duplicate: false })
+    Ok(Turn { snapshot, start_seq, is_new_task: false, duplicate: false, pushes_owed: committed.pushes_owed })
 }
 
 #[cfg(test)]
