@@ -6,18 +6,29 @@
 # see infra/container/README.md.
 #   docker build -t a2a-local .
 #   docker run -p 8080:8080 -p 50051:50051 -v a2a-data:/data a2a-local ...
+# Multi-arch (x86-64 and ARM64: Graviton, Bedrock AgentCore Runtime, docs/agentcore.md):
+#   docker buildx build --platform linux/amd64,linux/arm64 -t <registry>/a2a-local --push .
+# Each platform's binary is built on that platform (natively, or under QEMU on another builder):
+# musl-gcc is the C compiler of the target's own Debian.
 FROM rust:1.95-bookworm AS build
-RUN apt-get update \
+ARG TARGETARCH
+RUN case "${TARGETARCH:-amd64}" in \
+      amd64) arch=x86_64 ;; \
+      arm64) arch=aarch64 ;; \
+      *) echo "no musl target for ${TARGETARCH}" >&2; exit 1 ;; \
+    esac \
+ && echo "${arch}-unknown-linux-musl" > /rust-target \
+ && apt-get update \
  && apt-get install -y --no-install-recommends musl-tools=1.2.3-1 \
  && rm -rf /var/lib/apt/lists/* \
- && rustup target add x86_64-unknown-linux-musl
+ && rustup target add "${arch}-unknown-linux-musl"
 WORKDIR /src
 COPY . .
-# aws-lc-sys (TLS) is C: built with musl-gcc.
-ENV CC_x86_64_unknown_linux_musl=musl-gcc
-# The bundled SQLite (rusqlite) is C too, built the same way.
-RUN cargo build --release --locked --target x86_64-unknown-linux-musl -p a2a-local \
- && cp target/x86_64-unknown-linux-musl/release/a2a-local /a2a-local \
+# aws-lc-sys (TLS) and the bundled SQLite (rusqlite) are C: built with musl-gcc.
+ENV CC_x86_64_unknown_linux_musl=musl-gcc CC_aarch64_unknown_linux_musl=musl-gcc
+RUN target="$(cat /rust-target)" \
+ && cargo build --release --locked --target "${target}" -p a2a-local \
+ && cp "target/${target}/release/a2a-local" /a2a-local \
  && mkdir -p /data
 
 FROM scratch
