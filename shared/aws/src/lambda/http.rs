@@ -121,9 +121,10 @@ fn check(serves: Endpoint, req: &http::Request<Bytes>) -> Option<HttpResponse> {
     })
 }
 
-/// Runs a buffered HTTP function until the runtime stops it.
+/// Runs a buffered HTTP function until the runtime stops it: one invocation at a time, or up to
+/// `AWS_LAMBDA_MAX_CONCURRENCY` at once where the runtime sets it (Lambda Managed Instances).
 pub async fn serve(service: Arc<Service>, serves: Endpoint) -> Result<(), lambda_http::Error> {
-    lambda_http::run(lambda_http::service_fn(move |event: Request| {
+    lambda_http::run_concurrent(lambda_http::service_fn(move |event: Request| {
         let service = service.clone();
         async move { Ok::<_, Infallible>(handle(&service, serves, event).await) }
     }))
@@ -179,9 +180,10 @@ async fn serve_routes(service: &Service, routes: &dyn Routes, req: http::Request
 }
 
 /// Runs the response-streaming function (`http-stream`, behind a Function URL in RESPONSE_STREAM
-/// mode) until the runtime stops it; `routes` as in [`handle_streaming_with`].
+/// mode) until the runtime stops it; `routes` as in [`handle_streaming_with`]; concurrent as
+/// [`serve`] is.
 pub async fn serve_streaming(service: Arc<Service>, routes: Option<Arc<dyn Routes>>) -> Result<(), lambda_http::Error> {
-    lambda_http::run_with_streaming_response(lambda_http::service_fn(move |event: Request| {
+    lambda_http::run_with_streaming_response_concurrent(lambda_http::service_fn(move |event: Request| {
         let service = service.clone();
         let routes = routes.clone();
         async move { Ok::<_, Infallible>(handle_streaming_with(&service, routes.as_deref(), event).await) }

@@ -165,19 +165,20 @@ pub async fn deliver_pushes(deps: &Deps, event: SqsEvent) -> SqsBatchResponse {
     batch.response
 }
 
-/// Runs the task-runner function until the runtime stops it.
+/// Runs the task-runner function until the runtime stops it (batches one at a time, or up to
+/// `AWS_LAMBDA_MAX_CONCURRENCY` at once on Lambda Managed Instances).
 pub async fn serve_tasks(deps: Arc<Deps>) -> Result<(), lambda_runtime::Error> {
     let runner = deps.runner.clone().ok_or("the task runner needs an executor: Deps::from_env(Some(executor))")?;
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+    lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let (deps, runner) = (deps.clone(), runner.clone());
         async move { Ok::<_, lambda_runtime::Error>(run_tasks(&deps, &runner, event.payload).await) }
     }))
     .await
 }
 
-/// Runs the push-delivery function until the runtime stops it.
+/// Runs the push-delivery function until the runtime stops it (concurrent as [`serve_tasks`]).
 pub async fn serve_pushes(deps: Arc<Deps>) -> Result<(), lambda_runtime::Error> {
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+    lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let deps = deps.clone();
         async move { Ok::<_, lambda_runtime::Error>(deliver_pushes(&deps, event.payload).await) }
     }))
