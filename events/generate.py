@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Writes the Lambda event fixtures of events/: API Gateway HTTP API (payload 2.0) and Function URL
-events for the HTTP functions, SQS batches for the queue functions. Realistic (the shape AWS sends)
+events for the HTTP functions, API Gateway REST API (payload 1.0) events for http-stream behind the
+SAM template's ApiType rest, SQS batches for the queue functions. Realistic (the shape AWS sends)
 and consistent with each other: the fixture task is the one `apigw-v2_send-message_ok.json` creates,
 whose id is derived from (principal, messageId) the way the engine derives it. Run from the repo root:
     python3 events/generate.py"""
@@ -64,6 +65,76 @@ def http_event(method, path, body=None, query="", headers=None, function_url=Fal
     return event
 
 
+# The REST API's stage (infra/template.yaml, RestApiStage): in the URL and in requestContext, not in
+# the event's path (lambda_http puts it back in front unless AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH is set).
+REST_STAGE = "a2a"
+
+
+def rest_event(method, path, resource, body=None, headers=None, path_parameters=None):
+    """What an API Gateway REST API sends a Lambda proxy integration (payload 1.0), streaming or not:
+    headers as the client spelled them, each also in multiValueHeaders; the matched resource and its
+    path variables; the stage beside a path without it."""
+    host = "abcdef456.execute-api.us-east-1.amazonaws.com"
+    h = {
+        "Accept": "application/json",
+        "A2A-Version": "1.0",
+        "Host": host,
+        "User-Agent": "python-httpx/0.28.1",
+        "X-Amzn-Trace-Id": "Root=1-6921a2a0-0123456789abcdef01234568",
+        "X-Forwarded-For": "203.0.113.7",
+        "X-Forwarded-Port": "443",
+        "X-Forwarded-Proto": "https",
+    }
+    if body is not None:
+        h["Content-Type"] = "application/json"
+        h["Content-Length"] = str(len(json.dumps(body)))
+    h.update(headers or {})
+    return {
+        "resource": resource,
+        "path": path,
+        "httpMethod": method,
+        "headers": h,
+        "multiValueHeaders": {k: [v] for k, v in h.items()},
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": path_parameters,
+        "stageVariables": None,
+        "requestContext": {
+            "resourceId": "r3s0ur",
+            "resourcePath": resource,
+            "httpMethod": method,
+            "extendedRequestId": "Fx1aAbCdIAMEXAMPLE=",
+            "requestTime": "22/Nov/2026:03:00:00 +0000",
+            "path": f"/{REST_STAGE}{path}",
+            "accountId": "123456789012",
+            "protocol": "HTTP/1.1",
+            "stage": REST_STAGE,
+            "domainPrefix": host.split(".")[0],
+            "requestTimeEpoch": EPOCH,
+            "requestId": "d7bf0bd7-8c72-42f7-9b52-a4f9deadbeef",
+            "identity": {
+                "cognitoIdentityPoolId": None,
+                "accountId": None,
+                "cognitoIdentityId": None,
+                "caller": None,
+                "sourceIp": "203.0.113.7",
+                "principalOrgId": None,
+                "accessKey": None,
+                "cognitoAuthenticationType": None,
+                "cognitoAuthenticationProvider": None,
+                "userArn": None,
+                "userAgent": h["User-Agent"],
+                "user": None,
+            },
+            "domainName": host,
+            "deploymentId": "d3pl0y",
+            "apiId": host.split(".")[0],
+        },
+        "body": None if body is None else json.dumps(body),
+        "isBase64Encoded": False,
+    }
+
+
 def message(message_id, text="hello from a fixture", **extra):
     return {"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}], **extra}
 
@@ -124,6 +195,9 @@ fixtures = {
     "apigw-v2_jsonrpc_wrong-route.json": http_event("GET", f"/tasks/{TASK_ID}", route_key="GET /tasks/{id}"),
     "function-url_stream_subscribe.json": http_event("GET", f"/tasks/{TASK_ID}:subscribe", headers={"accept": "text/event-stream", "last-event-id": "0"}, function_url=True),
     "function-url_stream_message.json": http_event("POST", "/message:stream", {"message": message("fixture-stream-1")}, headers={"accept": "text/event-stream"}, function_url=True),
+    # ApiType rest: the REST API's STREAM integrations of http-stream. {id}:subscribe is the whole {taskId} segment.
+    "apigw-rest_stream_message.json": rest_event("POST", "/message:stream", "/message:stream", {"message": message("fixture-stream-rest-1")}, headers={"Accept": "text/event-stream"}),
+    "apigw-rest_stream_subscribe.json": rest_event("GET", f"/tasks/{TASK_ID}:subscribe", "/tasks/{taskId}", headers={"Accept": "text/event-stream", "Last-Event-ID": "0"}, path_parameters={"taskId": f"{TASK_ID}:subscribe"}),
     "sqs_task-runner_batch.json": {"Records": [
         sqs_record(1, json.dumps({"type": "execute", "taskId": TASK_ID, "messageId": MESSAGE_ID}), TASK_ID, "a2a-tasks-work.fifo"),
         sqs_record(2, "{not json: a poison record", "poison-group", "a2a-tasks-work.fifo", receive_count=3),

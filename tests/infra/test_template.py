@@ -136,9 +136,11 @@ def test_every_routed_function_may_be_invoked_by_the_api():
         assert names[crate] in permitted, crate
 
 
-def test_no_circular_dependencies_after_the_sam_transform():
-    """cfn-lint and `sam validate` miss these (a function naming an implicit API did it once)."""
-    resources = sam_transform()
+@pytest.mark.parametrize("api_type", ["http", "rest"])
+def test_no_circular_dependencies_after_the_sam_transform(api_type):
+    """cfn-lint and `sam validate` miss these (a function naming an implicit API did it once). The
+    graph holds both branches of every condition; the transform is run with each ApiType anyway."""
+    resources = sam_transform({"ApiType": api_type})
 
     def deps(res):
         text = json.dumps(res.get("Properties", {}))
@@ -166,8 +168,12 @@ def test_no_circular_dependencies_after_the_sam_transform():
 
 
 def test_streams_use_a_response_streaming_function_url():
+    """With ApiType http; with rest the REST API streams (tests/infra/test_rest_api.py)."""
     urls = [r for r in RESOURCES.values() if r["Type"] == "AWS::Lambda::Url"]
     assert len(urls) == 1
+    assert urls[0]["Condition"] == "UseHttpApi"
+    for name in ("HttpStreamUrlPermission", "HttpStreamUrlInvokePermission"):
+        assert RESOURCES[name]["Condition"] == "UseHttpApi", name
     url = urls[0]["Properties"]
     assert url["InvokeMode"] == "RESPONSE_STREAM"
     stream_fn, _ = functions()["http-stream"]
@@ -260,6 +266,8 @@ def test_each_function_touches_only_what_it_uses():
 KMS_SIGNING = {"kms:Sign", "kms:GetPublicKey"}
 # The functions that sign: the card, the extended card (GET and JSON-RPC), the notifications.
 SIGNERS = {"http-agent-card", "http-extended-card", "http-jsonrpc", "sqs-push-delivery"}
+# ... and http-stream with ApiType rest, where it answers JSON-RPC (POST /) too.
+CONDITIONAL_SIGNERS = {"http-stream": ("UseRestApi", "StreamFunctionSigns")}
 
 
 def test_only_the_signing_functions_use_the_kms_keys():
@@ -276,6 +284,13 @@ def test_only_the_signing_functions_use_the_kms_keys():
         if crate in SIGNERS:
             assert kms == KMS_SIGNING, crate
             assert env["CARD_SIGNING_KMS_KEY_IDS"] == {"Ref": "CardSigningKmsKeyArns"}, crate
+        elif crate in CONDITIONAL_SIGNERS:
+            when, signs = CONDITIONAL_SIGNERS[crate]
+            assert kms == KMS_SIGNING, crate
+            assert env["CARD_SIGNING_KMS_KEY_IDS"] == {
+                "Fn::If": [when, {"Ref": "CardSigningKmsKeyArns"}, {"Ref": "AWS::NoValue"}]}, crate
+            assert {"Fn::If": [signs, {"Ref": "CardSigningKmsPolicy"}, {"Ref": "AWS::NoValue"}]} in res["Properties"]["Policies"]
+            assert TEMPLATE["Conditions"][signs] == {"Fn::And": [{"Condition": when}, {"Condition": "HasKmsSigningKeys"}]}
         else:
             assert not kms and "CARD_SIGNING_KMS_KEY_IDS" not in env, crate
 
@@ -317,6 +332,13 @@ def test_example_agents_are_callable_only_by_the_task_runner():
 def test_jwt_mode_puts_the_authorizer_on_every_protocol_route_and_keeps_the_card_public():
     auth = RESOURCES["JwtAuthorizer"]
     assert auth["Condition"] == "UseJwtAuthorizer"
+    # The JWT authorizer is the HTTP API's; with ApiType rest, jwt is verified in the functions, so
+    # they get the issuer (UseBearer) either way and OIDC_VERIFIED_BY_GATEWAY only with the HTTP API.
+    conditions = TEMPLATE["Conditions"]
+    assert conditions["UseJwtAuthorizer"] == {
+        "Fn::And": [{"Condition": "UseHttpApi"}, {"Fn::Equals": [{"Ref": "AuthMode"}, "jwt"]}]}
+    assert conditions["UseBearer"] == {
+        "Fn::Or": [{"Fn::Equals": [{"Ref": "AuthMode"}, "jwt"]}, {"Fn::Equals": [{"Ref": "AuthMode"}, "oidc"]}]}
     assert auth["Properties"]["AuthorizerType"] == "JWT"
     assert auth["Properties"]["IdentitySource"] == ["$request.header.Authorization"]
     assert auth["Properties"]["JwtConfiguration"]["Issuer"] == {"Ref": "OidcIssuer"}

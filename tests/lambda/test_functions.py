@@ -4,7 +4,9 @@
   REST API's (v1) event for `POST /message:stream`, it answers in the format the REST streaming
   integration documents: a JSON prelude (statusCode, headers), eight NUL bytes, then the payload,
   here the SSE events of the task up to its end (run by `a2a-local --store aws` on the same table,
-  as the task-runner function would).
+  as the task-runner function would); and the routes the REST API sends it because their paths
+  cannot be told from streams (GetTask on `GET /tasks/{taskId}`, JSON-RPC on `POST /`), buffered
+  answers in the same format.
 - Lambda Managed Instances: with `AWS_LAMBDA_MAX_CONCURRENCY` set, a function takes several
   invocations at once; each answer is its own request's (no state shared between invocations), and
   without the variable it takes them one by one."""
@@ -62,6 +64,34 @@ def fixture(name):
     return json.loads((ROOT / "events" / name).read_text())
 
 
+def rest_event(fixture_name, method, path, body=None, accept=None):
+    """A REST API (payload 1.0) event like the fixture's, for another method, path and body."""
+    event = fixture(fixture_name)
+    event["httpMethod"] = event["requestContext"]["httpMethod"] = method
+    event["path"] = path
+    event["requestContext"]["path"] = f"/{event['requestContext']['stage']}{path}"
+    event["requestContext"]["requestId"] = str(uuid.uuid4())
+    event["headers"] = {k: v for k, v in event["headers"].items() if k.lower() not in ("accept", "last-event-id")}
+    event["headers"]["Content-Type"] = "application/json"
+    if accept:
+        event["headers"]["Accept"] = accept
+    event["multiValueHeaders"] = {k: [v] for k, v in event["headers"].items()}
+    event["body"] = None if body is None else json.dumps(body)
+    return event
+
+
+def framed(answer):
+    """The REST streaming integration's format: (prelude, payload)."""
+    assert not answer.error, answer.body
+    assert answer.headers["lambda-runtime-function-response-mode"] == "streaming"
+    assert answer.headers["content-type"] == "application/vnd.awslambda.http-integration-response"
+    prelude, sep, payload = answer.body.partition(b"\0" * 8)
+    assert sep, "the JSON prelude ends with eight NUL bytes"
+    meta = json.loads(prelude)
+    assert set(meta) <= {"statusCode", "headers", "multiValueHeaders", "cookies"}, meta
+    return meta, payload
+
+
 def test_the_stream_function_answers_in_the_rest_apis_streaming_format(aws):
     event = fixture("apigw-rest_stream_message.json")
     assert event["requestContext"]["stage"] and "rawPath" not in event, "a REST API (payload 1.0) event"
@@ -74,24 +104,32 @@ def test_the_stream_function_answers_in_the_rest_apis_streaming_format(aws):
     # The template sets this with ApiType rest: the stage is not part of the routes' paths.
     function = start_function("http-stream", api, aws, "rest-stream", {"AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH": "true"})
     try:
-        (answer,) = api.wait([api.invoke(event)], 60)
+        (streamed,) = api.wait([api.invoke(event)], 60)
+        meta, payload = framed(streamed)
+        assert meta["statusCode"] == 200, meta
+        assert meta["headers"]["content-type"].startswith("text/event-stream"), meta
+        events = [json.loads(line[len("data: "):]) for line in payload.decode().splitlines()
+                  if line.startswith("data: ")]
+        assert "task" in events[0], events[0]
+        assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED", events[-1]
+        assert b"\0" not in payload, "one prelude, then the payload as it is"
+        # The routes the REST API sends here because its paths cannot tell them from streams:
+        # GetTask on GET /tasks/{taskId}, and JSON-RPC on POST /, buffered answers in the same format.
+        task_id = events[0]["task"]["id"]
+        rpc = {"jsonrpc": "2.0", "id": 7, "method": "GetTask", "params": {"id": task_id}}
+        got, called = api.wait([api.invoke(rest_event("apigw-rest_stream_subscribe.json", "GET", f"/tasks/{task_id}")),
+                                api.invoke(rest_event("apigw-rest_stream_message.json", "POST", "/", rpc))], 60)
     finally:
         stop(function, runner)
         api.close()
         runner_log.close()
-    assert not answer.error, answer.body
-    assert answer.headers["lambda-runtime-function-response-mode"] == "streaming"
-    assert answer.headers["content-type"] == "application/vnd.awslambda.http-integration-response"
-    prelude, sep, payload = answer.body.partition(b"\0" * 8)
-    assert sep, "the JSON prelude ends with eight NUL bytes"
-    meta = json.loads(prelude)
+    meta, payload = framed(got)
+    assert meta["statusCode"] == 200 and meta["headers"]["content-type"].startswith("application/json"), meta
+    assert json.loads(payload)["status"]["state"] == "TASK_STATE_COMPLETED"
+    meta, payload = framed(called)
     assert meta["statusCode"] == 200, meta
-    assert meta["headers"]["content-type"].startswith("text/event-stream"), meta
-    assert set(meta) <= {"statusCode", "headers", "multiValueHeaders", "cookies"}, meta
-    events = [json.loads(line[len("data: "):]) for line in payload.decode().splitlines() if line.startswith("data: ")]
-    assert "task" in events[0], events[0]
-    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED", events[-1]
-    assert b"\0" not in payload, "one prelude, then the payload as it is"
+    answer = json.loads(payload)
+    assert answer["id"] == 7 and answer["result"]["id"] == task_id, answer
 
 
 def send_event(text):
