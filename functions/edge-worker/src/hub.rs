@@ -4,11 +4,12 @@
 //! expires its state (an alarm) once the task has ended or gone idle.
 
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::Duration;
 
 use a2a::edge::hub::{Gap, SubscribeSpec, Subscriber, TaskLog, GAP_TIMEOUT_MS};
 use a2a::edge::PublishBatch;
-use a2a::ports::EventRecord;
+use a2a::ports::{EventRecord, SharedEvent};
 use bytes::Bytes;
 use futures::channel::mpsc;
 use futures::future::{select, Either};
@@ -79,7 +80,7 @@ impl TaskHub {
         if accepted.rebased {
             // The log restarted after a lost event: keep storage to what it holds now.
             storage.delete_all().await?;
-            let held: Vec<EventRecord> = self
+            let held: Vec<Arc<SharedEvent>> = self
                 .inner
                 .borrow()
                 .log
@@ -112,11 +113,18 @@ impl TaskHub {
     }
 
     /// Persists events, one storage write per [`MAX_KEYS_PER_PUT`] of them.
-    async fn store(&self, events: &[EventRecord]) -> Result<()> {
+    async fn store(&self, events: &[Arc<SharedEvent>]) -> Result<()> {
+        /// An [`EventRecord`]'s JSON, written from the shared event without copying it.
+        #[derive(serde::Serialize)]
+        struct Stored<'a> {
+            seq: u64,
+            event: &'a a2a::types::StreamResponse,
+        }
         for chunk in events.chunks(MAX_KEYS_PER_PUT) {
             let entries = js_sys::Object::new();
             for ev in chunk {
-                let json = serde_json::to_string(ev).map_err(|e| worker::Error::RustError(e.to_string()))?;
+                let stored = Stored { seq: ev.seq, event: &ev.event };
+                let json = serde_json::to_string(&stored).map_err(|e| worker::Error::RustError(e.to_string()))?;
                 js_sys::Reflect::set(&entries, &event_key(ev.seq).into(), &json.into())?;
             }
             self.state.storage().put_multiple_raw(entries).await?;

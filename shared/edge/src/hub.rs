@@ -10,13 +10,17 @@
 //! events after a sequence number, the end of the stream at a terminal or interrupted state (an old
 //! interruption followed by newer events does not end it), and a new task that the agent answers
 //! with a message shows just that message.
+//!
+//! The log holds each event once as an [`SharedEvent`]: every stream of the same kind (binding and
+//! version) frames the payload the first of them encoded, as the origin's hub does.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use bytes::Bytes;
 
 use a2a_engine::ports::EventRecord;
-use a2a_protocol::sse::Framing;
+use a2a_protocol::sse::{Framing, SharedEvent};
 use a2a_protocol::types::StreamResponse;
 
 /// How long released events wait behind a missing one before the log gives up on it.
@@ -31,7 +35,7 @@ pub struct TaskLog {
     /// Events up to this sequence number are not held (never received, or given up on).
     floor: u64,
     /// `floor + 1 ..= last`, contiguous.
-    events: Vec<EventRecord>,
+    events: Vec<Arc<SharedEvent>>,
     /// Received ahead of a missing event, with the time they arrived.
     pending: BTreeMap<u64, (StreamResponse, i64)>,
 }
@@ -40,7 +44,7 @@ pub struct TaskLog {
 #[derive(Debug, Default, PartialEq)]
 pub struct Accepted {
     /// Events that became available, in order: fan these out.
-    pub released: Vec<EventRecord>,
+    pub released: Vec<Arc<SharedEvent>>,
     /// A gap was given up on: open streams can no longer be served gap-free.
     pub rebased: bool,
 }
@@ -70,7 +74,7 @@ impl TaskLog {
     }
 
     /// Events with `seq > after`, or [`Gap`] when some of them are not held.
-    pub fn after(&self, after: u64) -> Result<&[EventRecord], Gap> {
+    pub fn after(&self, after: u64) -> Result<&[Arc<SharedEvent>], Gap> {
         if after < self.floor {
             return Err(Gap);
         }
@@ -89,9 +93,9 @@ impl TaskLog {
         loop {
             let next = self.last() + 1;
             if let Some((event, _)) = self.pending.remove(&next) {
-                let record = EventRecord { seq: next, event };
-                self.events.push(record.clone());
-                out.released.push(record);
+                let shared = Arc::new(SharedEvent::new(next, event));
+                self.events.push(shared.clone());
+                out.released.push(shared);
                 continue;
             }
             let stale = self.pending.values().any(|(_, at)| now_ms - at >= GAP_TIMEOUT_MS);
@@ -174,7 +178,7 @@ impl Subscriber {
     }
 
     /// Frames for newly released events; `log_last` is the log's last sequence number after them.
-    pub fn feed(&mut self, events: &[EventRecord], log_last: u64) -> Vec<Bytes> {
+    pub fn feed(&mut self, events: &[Arc<SharedEvent>], log_last: u64) -> Vec<Bytes> {
         let mut frames = Vec::new();
         for ev in events {
             if self.done {
@@ -186,13 +190,13 @@ impl Subscriber {
             self.last = ev.seq;
             if let Some(opening) = self.held.take() {
                 if matches!(ev.event, StreamResponse::Message(_)) {
-                    frames.push(self.framing.event(Some(ev.seq), &ev.event));
+                    frames.push(self.framing.shared(ev));
                     self.done = true;
                     break;
                 }
                 frames.push(self.framing.event(Some(opening.seq), &opening.event));
             }
-            frames.push(self.framing.event(Some(ev.seq), &ev.event));
+            frames.push(self.framing.shared(ev));
             if ev.event.ends_turn() && ev.seq == log_last {
                 self.done = true;
             }
@@ -298,6 +302,17 @@ mod tests {
         caught_up.accept((1..=7).map(|s| status(s, TaskState::Working)).collect(), 0);
         assert!(!resume.behind(&caught_up));
         assert_eq!(ids(&Subscriber::start(resume, &caught_up).unwrap().1), ["3", "4", "5", "6", "7"]);
+    }
+
+    #[test]
+    fn streams_share_each_events_encoding_and_frame_it_as_a_lone_one_would() {
+        let mut log = TaskLog::default();
+        let a = log.accept(vec![status(1, TaskState::Working)], 0);
+        assert!(Arc::ptr_eq(&a.released[0], &log.after(0).unwrap()[0]), "one event for the log and the fan-out");
+        let (_, one) = Subscriber::start(spec(None, 0, false), &log).unwrap();
+        let (_, two) = Subscriber::start(spec(None, 0, false), &log).unwrap();
+        let alone = Framing::Rest.event(Some(1), &status(1, TaskState::Working).event);
+        assert_eq!((&one[0], &two[0]), (&alone, &alone));
     }
 
     #[test]
