@@ -1,7 +1,9 @@
 """docs/configuration.md lists every parameter of the SAM template, in the template's order, with the
-template's default (the flags of a2a-local and of the `a2a` command line are checked against their
-clap definitions by those crates' own tests)."""
+template's default, then the parameters the Lambda Managed Instances variant adds
+(infra/managed_instances.py) with theirs (the flags of a2a-local and of the `a2a` command line are
+checked against their clap definitions by those crates' own tests)."""
 
+import importlib.util
 import re
 from pathlib import Path
 
@@ -21,9 +23,16 @@ def documented_parameters():
     return rows
 
 
+def managed_instances_parameters():
+    spec = importlib.util.spec_from_file_location("managed_instances", ROOT / "infra" / "managed_instances.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.PARAMETERS
+
+
 def test_every_sam_parameter_is_documented_with_its_default():
     template, errors = decode(str(ROOT / "infra" / "template.yaml"))
     assert not errors, errors
-    defined = [(name, str(p["Default"]) if str(p.get("Default", "")) != "" else None)
-               for name, p in template["Parameters"].items()]
+    parameters = list(template["Parameters"].items()) + list(managed_instances_parameters().items())
+    defined = [(name, str(p["Default"]) if str(p.get("Default", "")) != "" else None) for name, p in parameters]
     assert documented_parameters() == defined
