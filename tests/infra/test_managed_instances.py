@@ -21,7 +21,7 @@ import sys
 import pytest
 from cfnlint.decode import decode
 
-from test_template import ROOT, TEMPLATE, functions
+from test_template import ROOT, TEMPLATE, functions, sam_transform
 
 INFRA = ROOT / "infra"
 SCRIPT = INFRA / "managed_instances.py"
@@ -34,22 +34,6 @@ spec.loader.exec_module(mi)
 
 def derived(**kwargs):
     return mi.derive(TEMPLATE, **kwargs)
-
-
-def sam_transform(template, parameters):
-    from samtranslator.translator.transform import transform
-
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    template = copy.deepcopy(template)
-    for res in template["Resources"].values():
-        if res["Type"] == "AWS::Serverless::Function":
-            res["Properties"]["CodeUri"] = "s3://bucket/key"  # what `sam package` puts there
-
-    class NoManagedPolicies:
-        def load(self):
-            return {}
-
-    return transform(template, parameters, NoManagedPolicies())["Resources"]
 
 
 def lambda_schema(resource_type):
@@ -73,7 +57,7 @@ def sha(path):
 
 @pytest.mark.parametrize("api_type", ["http", "rest"])
 def test_every_rust_function_runs_on_the_capacity_provider_after_the_sam_transform(api_type):
-    resources = sam_transform(derived(), {"CapacityProviderArn": ARN, "ApiType": api_type})
+    resources = sam_transform({"CapacityProviderArn": ARN, "ApiType": api_type}, derived())
     rust, others = {}, {}
     for name, res in resources.items():
         if res["Type"] == "AWS::Lambda::Function":
@@ -231,4 +215,4 @@ def test_sam_still_refuses_a_condition_around_capacity_provider_config():
         }}},
     }
     with pytest.raises(InvalidDocumentException, match="CapacityProviderConfig"):
-        sam_transform(template, {"Arn": ARN})
+        sam_transform({"Arn": ARN}, template)

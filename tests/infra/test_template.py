@@ -83,7 +83,7 @@ def api_routes():
     return out
 
 
-def sam_transform(parameters=None):
+def sam_transform(parameters=None, template=None):
     """The template after the SAM transform (what CloudFormation deploys), with these parameter values."""
     import copy
     import os
@@ -91,7 +91,7 @@ def sam_transform(parameters=None):
     from samtranslator.translator.transform import transform
 
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    template = copy.deepcopy(TEMPLATE)
+    template = copy.deepcopy(TEMPLATE if template is None else template)
     for res in template["Resources"].values():
         if res["Type"] == "AWS::Serverless::Function":
             res["Properties"]["CodeUri"] = "s3://bucket/key"  # what `sam package` puts there
