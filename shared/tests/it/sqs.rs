@@ -77,6 +77,34 @@ async fn rpc(a: &Embedded, method: &str, params: Value) -> Value {
     serde_json::from_slice(&a.service.handle(req).await.into_body().bytes()).unwrap()
 }
 
+/// A SUBMITTED task of the anonymous principal whose turn (message `message_id`) no runner took yet.
+fn submitted(id: &str, message_id: &str, has_push: bool) -> a2a::ports::TaskRecord {
+    use a2a::ports::{TaskRecord, TurnKey};
+    use a2a::types::{Message, Task, TaskState, TaskStatus};
+    let mut first = Message::user_text("hello");
+    first.message_id = message_id.into();
+    first.task_id = id.into();
+    first.context_id = "ctx".into();
+    let now = chrono::Utc::now();
+    TaskRecord {
+        task: Task {
+            id: id.into(),
+            context_id: "ctx".into(),
+            status: TaskStatus::new(TaskState::Submitted, now),
+            artifacts: None,
+            history: vec![first],
+            metadata: None,
+        },
+        owner: "anonymous".into(),
+        version: 1,
+        last_seq: 0,
+        cancel_requested: false,
+        has_push,
+        created_at: now,
+        turn: Some(TurnKey { message_id: message_id.into(), fingerprint: "f".into(), claimed_by: None }),
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn duplicates_and_redeliveries_run_the_agent_once() {
     if !common::aws_available() {
@@ -134,8 +162,7 @@ async fn two_runners_given_one_job_at_once_run_the_agent_once() {
     if !common::aws_available() {
         return;
     }
-    use a2a::ports::{TaskRecord, TurnKey};
-    use a2a::types::{Message, Task, TaskState, TaskStatus};
+    use a2a::types::TaskState;
     let runs = Arc::new(AtomicUsize::new(0));
     let table = format!("twice-{}", uuid::Uuid::new_v4().simple());
     let a = aws_agent(&table, Arc::new(Counting(runs.clone())), 3).await;
@@ -143,28 +170,7 @@ async fn two_runners_given_one_job_at_once_run_the_agent_once() {
     for round in 0..5 {
         // A SUBMITTED task whose job SQS handed to both processes' runners at the same moment.
         let id = uuid::Uuid::new_v4().to_string();
-        let mut first = Message::user_text("hello");
-        first.message_id = format!("m-{round}");
-        first.task_id = id.clone();
-        first.context_id = "ctx".into();
-        let now = chrono::Utc::now();
-        let record = TaskRecord {
-            task: Task {
-                id: id.clone(),
-                context_id: "ctx".into(),
-                status: TaskStatus::new(TaskState::Submitted, now),
-                artifacts: None,
-                history: vec![first],
-                metadata: None,
-            },
-            owner: "anonymous".into(),
-            version: 1,
-            last_seq: 0,
-            cancel_requested: false,
-            has_push: false,
-            created_at: now,
-            turn: Some(TurnKey { message_id: format!("m-{round}"), fingerprint: "f".into(), claimed_by: None }),
-        };
+        let record = submitted(&id, &format!("m-{round}"), false);
         assert!(a.engine.store.create(record, None).await.unwrap());
         let job = Job::Execute {
             task_id: id.clone(),
@@ -269,35 +275,14 @@ async fn a_run_delivered_again_queues_the_webhook_deliveries_its_crashed_predece
         return;
     }
     use a2a::engine::{apply_all, AgentEvent};
-    use a2a::ports::{TaskRecord, TurnKey};
-    use a2a::types::{Message, Task, TaskPushNotificationConfig, TaskState, TaskStatus};
+    use a2a::types::{TaskPushNotificationConfig, TaskState};
     let runs = Arc::new(AtomicUsize::new(0));
     let (url, hits) = common::webhook_receiver(Vec::new()).await;
     let table = format!("owed-{}", uuid::Uuid::new_v4().simple());
     let a = aws_agent(&table, Arc::new(Counting(runs.clone())), 3).await;
     let id = uuid::Uuid::new_v4().to_string();
-    let mut first = Message::user_text("hello");
-    first.message_id = "m".into();
-    first.task_id = id.clone();
-    first.context_id = "ctx".into();
+    let record = submitted(&id, "m", true);
     let now = chrono::Utc::now();
-    let record = TaskRecord {
-        task: Task {
-            id: id.clone(),
-            context_id: "ctx".into(),
-            status: TaskStatus::new(TaskState::Submitted, now),
-            artifacts: None,
-            history: vec![first],
-            metadata: None,
-        },
-        owner: "anonymous".into(),
-        version: 1,
-        last_seq: 0,
-        cancel_requested: false,
-        has_push: true,
-        created_at: now,
-        turn: Some(TurnKey { message_id: "m".into(), fingerprint: "f".into(), claimed_by: None }),
-    };
     assert!(a.engine.store.create(record, None).await.unwrap());
     let config = TaskPushNotificationConfig { id: "c".into(), task_id: id.clone(), url, ..Default::default() };
     a.engine.push_configs.put(config).await.unwrap();
