@@ -72,11 +72,12 @@ class RuntimeApi:
                 if not self.path.startswith(f"{PREFIX}/invocation/") or len(parts) != 2:
                     return self.reply(404, b"{}")
                 request_id, kind = parts
-                self.reply(202, b"{}")
+                # Counted out before the runtime hears back (and asks for its next event).
                 with api.lock:
                     api.in_flight -= 1
                     api.answers[request_id] = Answer(dict(self.headers), body, error=kind == "error")
                     api.lock.notify_all()
+                self.reply(202, b"{}")
 
             def read_body(self):
                 if self.headers.get("Transfer-Encoding", "").lower() != "chunked":

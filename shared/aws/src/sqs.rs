@@ -285,6 +285,12 @@ async fn delete(client: &Client, url: &str, m: &Message) {
     }
 }
 
+/// How soon a run job that failed is handed out again (instead of after the whole visibility
+/// timeout, with its task's group blocked meanwhile): a failure to queue its webhook deliveries, a
+/// store that refused a write. A job that keeps failing still reaches the dead-letter queue after
+/// `maxReceiveCount` receives.
+pub const RUN_RETRY_AFTER: Duration = Duration::from_secs(5);
+
 async fn set_visibility(client: &Client, url: &str, m: &Message, visibility: Duration) {
     if let Some(handle) = m.receipt_handle() {
         let r = client
@@ -365,7 +371,10 @@ impl WorkPoller {
         let _ = beat.await;
         match result {
             Ok(()) => delete(&self.client, &self.url, &m).await,
-            Err(e) => tracing::error!(error = %e, receive_count = receive_count(&m), "job failed; it will be retried"),
+            Err(e) => {
+                tracing::error!(error = %e, receive_count = receive_count(&m), "job failed; it will be retried");
+                set_visibility(&self.client, &self.url, &m, RUN_RETRY_AFTER).await;
+            }
         }
     }
 }

@@ -235,7 +235,8 @@ impl EventSink {
             true => Vec::new(),
             false => events.iter().filter_map(turn_event).collect(),
         };
-        let committed = self.recorder.record(&self.task_id, events).await?;
+        let held_back = self.pushes_owed();
+        let committed = self.recorder.record_with(&self.task_id, events, !held_back).await?;
         for event in traced {
             a2a_telemetry::spans::turn_event(&self.span, event);
         }

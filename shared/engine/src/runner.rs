@@ -42,12 +42,11 @@ pub struct Runner {
     claim_turns: bool,
 }
 
-/// The run's job fails (and is handed out again, which queues the turn's deliveries again) when a
-/// webhook delivery of the turn could not be queued.
+/// The run's job fails when a webhook delivery of the turn could not be queued: SQS hands it out
+/// again, which queues the turn's deliveries again (the SQLite store's start-up sweep queues what
+/// is owed after a restart).
 fn pushes_owed(task_id: &str) -> A2aError {
-    A2aError::internal(format!(
-        "task {task_id}: a webhook delivery of this turn could not be queued; the run is delivered again to queue it"
-    ))
+    A2aError::internal(format!("task {task_id}: a webhook delivery of this turn could not be queued"))
 }
 
 impl Runner {
@@ -111,7 +110,7 @@ impl Runner {
         if attempt > 1 && (rec.state() == TaskState::Working || claimed) && !self.is_running(task_id) {
             tracing::error!(task_id, attempt, "the previous run of this task was interrupted; the task fails");
             let why = "the agent's run was interrupted (the server running it stopped mid-turn) and is not run twice; send the message again to retry";
-            return self.close_turn(task_id, TaskState::Failed, Some(why.into())).await;
+            return self.close_turn(task_id, TaskState::Failed, Some(why.into()), false).await;
         }
         // Only a task waiting for its turn to run is picked up, which makes redelivery harmless.
         if rec.state() != TaskState::Submitted {
@@ -133,11 +132,11 @@ impl Runner {
             let why = format!(
                 "the turn was delivered {attempt} times without finishing (the process running it stopped each time) and is not run again"
             );
-            return self.close_turn(task_id, TaskState::Failed, Some(why)).await;
+            return self.close_turn(task_id, TaskState::Failed, Some(why), false).await;
         }
         if rec.cancel_requested {
             // Canceled before it ever ran: do not start the agent at all.
-            return self.close_turn(task_id, TaskState::Canceled, None).await;
+            return self.close_turn(task_id, TaskState::Canceled, None, false).await;
         }
         if self.claim_turns && !self.claim(task_id, run.turn).await? {
             tracing::debug!(task_id, turn = run.turn, "another runner took this turn");
@@ -238,14 +237,15 @@ impl Runner {
             }
         };
         if let Some((state, why)) = closing {
-            self.close_turn(task_id, state, why).await?;
+            self.close_turn(task_id, state, why, sink.pushes_owed()).await?;
             sink.ended(state);
         }
         Ok(())
     }
 
-    /// Records `state` unless the executor already ended the turn itself.
-    async fn close_turn(&self, task_id: &str, state: TaskState, why: Option<String>) -> Result<()> {
+    /// Records `state` unless the executor already ended the turn itself; `hold_pushes`: the turn
+    /// owes deliveries already, so this one waits for their requeue too (order).
+    async fn close_turn(&self, task_id: &str, state: TaskState, why: Option<String>, hold_pushes: bool) -> Result<()> {
         let Some(rec) = self.engine.store.load(task_id).await? else {
             return Ok(());
         };
@@ -255,7 +255,8 @@ impl Runner {
             return Ok(());
         }
         let message = why.map(Message::agent_text);
-        match self.engine.recorder.record(task_id, vec![AgentEvent::Status { state, message }]).await {
+        match self.engine.recorder.record_with(task_id, vec![AgentEvent::Status { state, message }], !hold_pushes).await
+        {
             Ok(c) if c.pushes_owed => Err(pushes_owed(task_id)),
             Ok(_) => Ok(()),
             // Someone else (CancelTask's fallback) ended the task first: nothing left to do.

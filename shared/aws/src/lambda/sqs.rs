@@ -14,7 +14,7 @@ use lambda_runtime::{service_fn, LambdaEvent};
 use tokio_util::sync::CancellationToken;
 
 use super::Deps;
-use crate::sqs::{attempt_of, attempt_push, SQS};
+use crate::sqs::{attempt_of, attempt_push, RUN_RETRY_AFTER, SQS};
 use a2a_engine::ports::Job;
 use a2a_engine::runner::Runner;
 use a2a_telemetry::spans::{self, Queue};
@@ -121,6 +121,9 @@ pub async fn run_tasks(deps: &Deps, runner: &Runner, event: SqsEvent) -> SqsBatc
         stop.cancel();
         if let Err(e) = result {
             tracing::error!(message_id = id, error = %e, "job failed; it will be retried");
+            if let (Some(url), Some(receipt)) = (&deps.task_queue_url, &record.receipt_handle) {
+                set_visibility(&deps.sqs, url, receipt, RUN_RETRY_AFTER).await;
+            }
             batch.fail(&record);
         }
     }

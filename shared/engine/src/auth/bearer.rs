@@ -32,6 +32,10 @@ pub struct BearerAuth {
     token_url: Option<String>,
     required_scopes: Vec<String>,
     principal_claim: String,
+    /// Checked on forwarded tokens too (defence in depth; the proxy checked them first).
+    audiences: Vec<String>,
+    client_ids: Vec<String>,
+    leeway_secs: u64,
 }
 
 /// Who checks a token, seen from here.
@@ -55,7 +59,12 @@ impl BearerAuth {
             settings.principal_claim.clone().filter(|c| !c.is_empty()).unwrap_or_else(|| "sub".into());
         let verifier = match settings.verified_by {
             VerifiedBy::Gateway => Verifier::Gateway,
-            VerifiedBy::Proxy => Verifier::Proxy,
+            VerifiedBy::Proxy => {
+                tracing::warn!(
+                    "bearer token signatures are not checked here: the proxy in front (AgentCore Runtime's JWT authorizer) must check them, and nothing else may reach this port"
+                );
+                Verifier::Proxy
+            }
             VerifiedBy::Server => {
                 let mut config = OidcConfig::new(issuer.clone(), list(settings.audiences.as_deref()));
                 config.jwks_url.clone_from(&settings.jwks_url);
@@ -75,6 +84,9 @@ impl BearerAuth {
             token_url: settings.token_url.clone().filter(|u| !u.is_empty()),
             required_scopes,
             principal_claim,
+            audiences: list(settings.audiences.as_deref()),
+            client_ids: list(settings.client_ids.as_deref()),
+            leeway_secs: settings.leeway_secs.unwrap_or(60),
         })
     }
 
@@ -128,6 +140,24 @@ impl BearerAuth {
             != Some(self.issuer.trim_end_matches('/'))
         {
             return Err(invalid_token("the token was issued by another issuer"));
+        }
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        if claims.get("exp").and_then(|e| e.as_u64()).is_some_and(|exp| exp.saturating_add(self.leeway_secs) < now) {
+            return Err(invalid_token("the token has expired"));
+        }
+        let names = |key: &str| -> Vec<String> {
+            match claims.get(key) {
+                Some(serde_json::Value::String(s)) => vec![s.clone()],
+                Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(String::from)).collect(),
+                _ => Vec::new(),
+            }
+        };
+        if !self.audiences.is_empty() && !names("aud").iter().any(|a| self.audiences.contains(a)) {
+            return Err(invalid_token("the token is not meant for this agent (aud)"));
+        }
+        let clients = [names("azp"), names("client_id")].concat();
+        if !self.client_ids.is_empty() && !clients.iter().any(|c| self.client_ids.contains(c)) {
+            return Err(invalid_token("the token's client is not allowed (azp / client_id)"));
         }
         // As HTTP APIs pass claims on: strings as they are, an array as "[a b]".
         let text = |v: serde_json::Value| match v {
@@ -356,12 +386,15 @@ mod tests {
         };
         let none = http::Request::builder().body(()).unwrap().into_parts().0;
         assert!(auth.authenticate(&none).await.is_none(), "no token: not this scheme");
-        let token =
-            jwt(serde_json::json!({"iss": "https://issuer.test/", "sub": "alice", "scope": "a2a.call a2a.push"}));
+        let token = jwt(
+            serde_json::json!({"iss": "https://issuer.test/", "sub": "alice", "aud": "https://agent.test", "scope": "a2a.call a2a.push"}),
+        );
         let principal = auth.authenticate(&with(&token)).await.unwrap().unwrap();
         assert_eq!(principal.id, "alice");
         assert!(principal.grants.allows("a2a.push") && !principal.grants.allows("a2a.admin"));
-        let token = jwt(serde_json::json!({"iss": "https://issuer.test", "sub": "bob", "scp": ["a2a.other"]}));
+        let token = jwt(
+            serde_json::json!({"iss": "https://issuer.test", "sub": "bob", "aud": ["https://agent.test"], "scp": ["a2a.other"]}),
+        );
         let refused = auth.authenticate(&with(&token)).await.unwrap().unwrap_err();
         assert_eq!(refused.kind, a2a_protocol::ErrorKind::PermissionDenied, "{refused:?}");
         for (token, why) in [
@@ -369,8 +402,20 @@ mod tests {
                 jwt(serde_json::json!({"iss": "https://other.test", "sub": "eve", "scope": "a2a.call"})),
                 "another issuer",
             ),
-            (jwt(serde_json::json!({"iss": "https://issuer.test", "scope": "a2a.call"})), "no sub claim"),
+            (
+                jwt(
+                    serde_json::json!({"iss": "https://issuer.test", "aud": "https://agent.test", "scope": "a2a.call"}),
+                ),
+                "no sub claim",
+            ),
             ("opaque".to_string(), "not a JWT"),
+            (
+                jwt(
+                    serde_json::json!({"iss": "https://issuer.test", "sub": "eve", "aud": "https://agent.test", "exp": 1_000_000}),
+                ),
+                "expired",
+            ),
+            (jwt(serde_json::json!({"iss": "https://issuer.test", "sub": "eve", "aud": "https://other.test"})), "aud"),
             ("a.!!!.c".to_string(), "not base64url"),
         ] {
             let refused = auth.authenticate(&with(&token)).await.unwrap().unwrap_err();

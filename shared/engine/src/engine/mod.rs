@@ -134,24 +134,34 @@ impl Recorder {
     /// Commits `events` and fans them out. A webhook delivery that could not be queued is not an
     /// error (the events are committed): the result says so in [`Committed::pushes_owed`].
     pub async fn record(&self, task_id: &str, events: Vec<AgentEvent>) -> Result<Committed> {
+        self.record_with(task_id, events, true).await
+    }
+
+    /// [`Recorder::record`]; with `queue_pushes` false the events' webhook deliveries are left owed
+    /// (a run whose earlier delivery could not be queued holds the later ones back, so that the
+    /// requeue of its job delivers them all in order).
+    pub async fn record_with(&self, task_id: &str, events: Vec<AgentEvent>, queue_pushes: bool) -> Result<Committed> {
         let now = self.clock.now();
         let adds = events.iter().map(AgentEvent::size).sum();
         let mut committed = self.store.update(task_id, adds, &|rec| apply_all(rec, &events, now)).await?;
-        committed.pushes_owed = !self.fan_out(task_id, &committed).await;
+        committed.pushes_owed = !self.fan_out(task_id, &committed, queue_pushes).await;
         Ok(committed)
     }
 
-    /// Sends committed events to the streams and webhooks of the task; false when a webhook
-    /// delivery could not be queued.
-    pub async fn fan_out(&self, task_id: &str, committed: &Committed) -> bool {
+    /// Sends committed events to the streams and webhooks of the task (with `queue_pushes`); false
+    /// when a webhook delivery was not queued.
+    pub async fn fan_out(&self, task_id: &str, committed: &Committed, queue_pushes: bool) -> bool {
         for ev in &committed.events {
             self.hub.publish(task_id, ev);
         }
         if committed.state.is_terminal() {
             self.hub.close(task_id);
         }
-        if !committed.has_push {
+        if !committed.has_push || self.push_queue.is_none() {
             return true;
+        }
+        if !queue_pushes {
+            return false;
         }
         match self.queue_pushes(task_id, &committed.events).await {
             Ok(()) => true,
