@@ -18,13 +18,14 @@ TASK_ID = str(uuid.uuid5(NAMESPACE, "anonymous\0" + MESSAGE_ID))
 EPOCH = 1763800000000
 
 
-def http_event(method, path, body=None, query="", headers=None, function_url=False, route_key=None, jwt=None):
+def client_headers(host, trace, body, cased=str.lower):
+    """The headers a client's request arrives with (names spelled by `cased`)."""
     h = {
         "accept": "application/json",
         "a2a-version": "1.0",
-        "host": "abcdef123.execute-api.us-east-1.amazonaws.com" if not function_url else "abc123.lambda-url.us-east-1.on.aws",
+        "host": host,
         "user-agent": "python-httpx/0.28.1",
-        "x-amzn-trace-id": "Root=1-6921a2a0-0123456789abcdef01234567",
+        "x-amzn-trace-id": f"Root=1-6921a2a0-0123456789abcdef{trace}",
         "x-forwarded-for": "203.0.113.7",
         "x-forwarded-port": "443",
         "x-forwarded-proto": "https",
@@ -32,6 +33,12 @@ def http_event(method, path, body=None, query="", headers=None, function_url=Fal
     if body is not None:
         h["content-type"] = "application/json"
         h["content-length"] = str(len(json.dumps(body)))
+    return {cased(k): v for k, v in h.items()}
+
+
+def http_event(method, path, body=None, query="", headers=None, function_url=False, route_key=None, jwt=None):
+    host = "abcdef123.execute-api.us-east-1.amazonaws.com" if not function_url else "abc123.lambda-url.us-east-1.on.aws"
+    h = client_headers(host, "01234567", body)
     h.update(headers or {})
     ctx = {
         "accountId": "123456789012" if not function_url else "anonymous",
@@ -75,19 +82,7 @@ def rest_event(method, path, resource, body=None, headers=None, path_parameters=
     headers as the client spelled them, each also in multiValueHeaders; the matched resource and its
     path variables; the stage beside a path without it."""
     host = "abcdef456.execute-api.us-east-1.amazonaws.com"
-    h = {
-        "Accept": "application/json",
-        "A2A-Version": "1.0",
-        "Host": host,
-        "User-Agent": "python-httpx/0.28.1",
-        "X-Amzn-Trace-Id": "Root=1-6921a2a0-0123456789abcdef01234568",
-        "X-Forwarded-For": "203.0.113.7",
-        "X-Forwarded-Port": "443",
-        "X-Forwarded-Proto": "https",
-    }
-    if body is not None:
-        h["Content-Type"] = "application/json"
-        h["Content-Length"] = str(len(json.dumps(body)))
+    h = client_headers(host, "01234568", body, cased=str.title)
     h.update(headers or {})
     return {
         "resource": resource,

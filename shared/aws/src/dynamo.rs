@@ -522,7 +522,6 @@ impl TaskStore for DynamoStore {
                         state: next.state(),
                         version: next.version,
                         has_push: next.has_push,
-                        pushes_owed: false,
                         events,
                     })
                 }

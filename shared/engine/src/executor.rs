@@ -236,15 +236,15 @@ impl EventSink {
             false => events.iter().filter_map(turn_event).collect(),
         };
         let held_back = self.pushes_owed();
-        let committed = self.recorder.record_with(&self.task_id, events, !held_back).await?;
+        let recorded = self.recorder.record_with(&self.task_id, events, !held_back).await?;
         for event in traced {
             a2a_telemetry::spans::turn_event(&self.span, event);
         }
         let mut t = self.committed.lock();
-        t.state = Some(committed.state);
+        t.state = Some(recorded.committed.state);
         t.events += count;
         t.chunks += chunks;
-        t.pushes_owed |= committed.pushes_owed;
+        t.pushes_owed |= recorded.pushes_owed;
         Ok(())
     }
 

@@ -9,7 +9,9 @@
 //! `nbf`, `iat` with [`OidcConfig::leeway`]), the allowed client ids (`azp` or `client_id`), the
 //! scopes (a `scope` string or an `scp` array) and the principal (a configurable claim, `sub` by
 //! default). Verified tokens are cached by their SHA-256 until they expire, at most
-//! [`VERIFIED_TTL`]. Nothing here logs a token or a claim.
+//! [`VERIFIED_TTL`]. Nothing here logs a token or a claim. Behind a proxy that checked the signature
+//! already ([`OidcConfig::signature_checked_upstream`]: AgentCore Runtime's JWT authorizer) the
+//! claims are checked the same way and no keys are fetched.
 //!
 //! [`crate::auth::bearer`] turns this into an authentication scheme.
 
@@ -77,6 +79,10 @@ pub struct OidcConfig {
     /// The least time between two key fetches, whatever caused them (an unknown `kid`, keys past
     /// their age) and whether they succeeded.
     pub refetch_interval: Duration,
+    /// A proxy in front checked the token's signature (and the audience it was minted for) and
+    /// forwards it: the claims are checked here, the signature is not, and no keys are fetched. Only
+    /// where nothing else reaches the server.
+    pub signature_checked_upstream: bool,
 }
 
 impl OidcConfig {
@@ -90,6 +96,7 @@ impl OidcConfig {
             principal_claim: "sub".into(),
             leeway: Duration::from_secs(60),
             refetch_interval: REFETCH_INTERVAL,
+            signature_checked_upstream: false,
         }
     }
 }
@@ -165,6 +172,9 @@ struct Verified {
 impl BearerVerifier {
     /// A verifier that fetches the issuer's keys over HTTP(S).
     pub fn new(config: OidcConfig) -> Result<Self, String> {
+        if config.signature_checked_upstream {
+            return Self::build(config, None, Vec::new());
+        }
         let http = reqwest::Client::builder()
             .timeout(FETCH_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
@@ -179,7 +189,8 @@ impl BearerVerifier {
     }
 
     fn build(config: OidcConfig, http: Option<reqwest::Client>, keys: Vec<SigningKey>) -> Result<Self, String> {
-        if config.audiences.is_empty() && config.client_ids.is_empty() {
+        // (Behind a checking proxy the audience was its to check.)
+        if config.audiences.is_empty() && config.client_ids.is_empty() && !config.signature_checked_upstream {
             return Err(
                 "oidc: an allowed audience or client id is required (a token for another API must be refused)".into()
             );
@@ -210,7 +221,11 @@ impl BearerVerifier {
         let identity = match cached {
             Some(identity) => identity,
             None => {
-                let (identity, exp) = self.verify_signed(token).await?;
+                let claims = match self.config.signature_checked_upstream {
+                    true => self.checked_upstream(token)?,
+                    false => self.verify_signed(token).await?,
+                };
+                let (identity, exp) = self.identity(&claims)?;
                 self.remember(digest, &identity, exp);
                 identity
             }
@@ -238,8 +253,8 @@ impl BearerVerifier {
         verified.insert(digest, Verified { identity: identity.clone(), exp, at: Instant::now() });
     }
 
-    /// The signature and claims of `token`; its identity and `exp`.
-    async fn verify_signed(&self, token: &str) -> Result<(Identity, u64), Refusal> {
+    /// The claims of `token`, its signature and registered claims verified.
+    async fn verify_signed(&self, token: &str) -> Result<Map<String, Value>, Refusal> {
         let invalid = |why: &str| Refusal::InvalidToken(why.to_string());
         let header = decode_header(token).map_err(|_| match declared_alg(token) {
             // `none` and algorithms the library does not know are not `Algorithm`s at all.
@@ -262,10 +277,50 @@ impl BearerVerifier {
             validation.set_audience(&self.config.audiences);
             validation.set_required_spec_claims(&["exp", "iss", "aud"]);
         }
-        let claims = decode::<Map<String, Value>>(token, &key, &validation).map_err(|e| refusal(e.kind()))?.claims;
+        Ok(decode::<Map<String, Value>>(token, &key, &validation).map_err(|e| refusal(e.kind()))?.claims)
+    }
 
+    /// The claims of a token whose signature the proxy in front checked: its registered claims
+    /// checked as [`BearerVerifier::verify_signed`] does (`exp` only when present: the proxy required
+    /// it; an issuer with or without its trailing slash).
+    fn checked_upstream(&self, token: &str) -> Result<Map<String, Value>, Refusal> {
+        use jsonwebtoken::errors::ErrorKind as K;
+        let invalid = |why: &str| Refusal::InvalidToken(why.to_string());
+        let claims: Map<String, Value> =
+            jsonwebtoken::dangerous::insecure_decode_claims(token).map_err(|e| match e.kind() {
+                K::Base64(_) => invalid("the token's payload is not base64url"),
+                K::Json(_) | K::Utf8(_) => invalid("the token's payload is not a JSON object"),
+                _ => invalid("the token is not a JWT"),
+            })?;
         let now = jsonwebtoken::get_current_timestamp();
-        if claims.get("iat").and_then(Value::as_u64).is_some_and(|iat| iat > now + validation.leeway) {
+        let leeway = self.config.leeway.as_secs();
+        let issuer = |i: &str| i.trim_end_matches('/').to_string();
+        if claims.get("iss").and_then(Value::as_str).map(issuer) != Some(issuer(&self.config.issuer)) {
+            return Err(invalid("the token is from another issuer"));
+        }
+        if claims.get("exp").and_then(Value::as_u64).is_some_and(|exp| exp.saturating_add(leeway) < now) {
+            return Err(invalid("the token has expired"));
+        }
+        if claims.get("nbf").and_then(Value::as_u64).is_some_and(|nbf| nbf > now + leeway) {
+            return Err(invalid("the token is not valid yet (nbf)"));
+        }
+        let named = |aud: &str| self.config.audiences.iter().any(|a| a == aud);
+        let for_us = match claims.get("aud") {
+            Some(Value::String(aud)) => named(aud),
+            Some(Value::Array(auds)) => auds.iter().filter_map(Value::as_str).any(named),
+            _ => false,
+        };
+        if !self.config.audiences.is_empty() && !for_us {
+            return Err(invalid("the token is for another audience (aud)"));
+        }
+        Ok(claims)
+    }
+
+    /// Who verified `claims` speak for (their `iat`, client and principal checked), and their `exp`.
+    fn identity(&self, claims: &Map<String, Value>) -> Result<(Identity, u64), Refusal> {
+        let invalid = |why: &str| Refusal::InvalidToken(why.to_string());
+        let now = jsonwebtoken::get_current_timestamp();
+        if claims.get("iat").and_then(Value::as_u64).is_some_and(|iat| iat > now + self.config.leeway.as_secs()) {
             return Err(invalid("the token was issued in the future (iat)"));
         }
         let client_id =
@@ -280,7 +335,7 @@ impl BearerVerifier {
                 || Refusal::InvalidToken(format!("the token has no {} claim", self.config.principal_claim)),
             )?;
         let exp = claims.get("exp").and_then(Value::as_u64).unwrap_or(now);
-        Ok((Identity { principal: principal.to_string(), client_id, scopes: Arc::new(scopes(&claims)) }, exp))
+        Ok((Identity { principal: principal.to_string(), client_id, scopes: Arc::new(scopes(claims)) }, exp))
     }
 
     async fn key_for(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, Refusal> {

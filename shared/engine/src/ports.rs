@@ -123,10 +123,6 @@ pub struct Committed {
     pub state: TaskState,
     pub version: u64,
     pub has_push: bool,
-    /// Set by the [`crate::engine::Recorder`], never by a store: a webhook delivery of these events
-    /// could not be queued. Whoever recorded them must make the deliveries be queued again (a run
-    /// fails its job so the queue hands it out again, see [`crate::runner`]).
-    pub pushes_owed: bool,
 }
 
 /// An update to apply atomically: it mutates the record and returns the events it generated

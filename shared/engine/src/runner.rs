@@ -257,7 +257,7 @@ impl Runner {
         let message = why.map(Message::agent_text);
         match self.engine.recorder.record_with(task_id, vec![AgentEvent::Status { state, message }], !hold_pushes).await
         {
-            Ok(c) if c.pushes_owed => Err(pushes_owed(task_id)),
+            Ok(r) if r.pushes_owed => Err(pushes_owed(task_id)),
             Ok(_) => Ok(()),
             // Someone else (CancelTask's fallback) ended the task first: nothing left to do.
             Err(e) if e.kind == a2a_protocol::error::ErrorKind::UnsupportedOperation => Ok(()),

@@ -243,13 +243,8 @@ impl SqliteStore {
                 Ok(true) => {
                     self.forget(&victims);
                     let record = &stored.record;
-                    let committed = Committed {
-                        events,
-                        state: record.state(),
-                        version: record.version,
-                        has_push: record.has_push,
-                        pushes_owed: false,
-                    };
+                    let committed =
+                        Committed { events, state: record.state(), version: record.version, has_push: record.has_push };
                     let status_us = rows::micros(record.status_time());
                     let expire = self.catalog.lock().moved(task_id, record.state(), status_us, stored.bytes);
                     self.recent.lock().put(Arc::from(task_id), stored);

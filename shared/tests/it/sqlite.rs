@@ -3,7 +3,7 @@
 //! backend; a crash is that runtime shut down at once (every task dropped where it stood, nothing
 //! flushed), which is what `kill -9` does to a2a-local (tests/crash does that to the real binary).
 
-use crate::common::{self, TempDir};
+use crate::common::{self, submitted as record, TempDir};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -117,31 +117,6 @@ impl Process {
             std::thread::sleep(Duration::from_millis(10));
         }
         panic!("the crashed process still holds its data directory");
-    }
-}
-
-/// A new SUBMITTED task of `owner` with one message.
-fn record(id: &str, owner: &str) -> TaskRecord {
-    let now = chrono::Utc::now();
-    let mut first = Message::user_text("hello");
-    first.task_id = id.into();
-    first.context_id = "ctx".into();
-    TaskRecord {
-        task: Task {
-            id: id.into(),
-            context_id: "ctx".into(),
-            status: TaskStatus::new(TaskState::Submitted, now),
-            artifacts: None,
-            history: vec![first],
-            metadata: None,
-        },
-        owner: owner.into(),
-        version: 1,
-        last_seq: 0,
-        cancel_requested: false,
-        has_push: false,
-        created_at: now,
-        turn: None,
     }
 }
 

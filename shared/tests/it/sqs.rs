@@ -79,30 +79,12 @@ async fn rpc(a: &Embedded, method: &str, params: Value) -> Value {
 
 /// A SUBMITTED task of the anonymous principal whose turn (message `message_id`) no runner took yet.
 fn submitted(id: &str, message_id: &str, has_push: bool) -> a2a::ports::TaskRecord {
-    use a2a::ports::{TaskRecord, TurnKey};
-    use a2a::types::{Message, Task, TaskState, TaskStatus};
-    let mut first = Message::user_text("hello");
-    first.message_id = message_id.into();
-    first.task_id = id.into();
-    first.context_id = "ctx".into();
-    let now = chrono::Utc::now();
-    TaskRecord {
-        task: Task {
-            id: id.into(),
-            context_id: "ctx".into(),
-            status: TaskStatus::new(TaskState::Submitted, now),
-            artifacts: None,
-            history: vec![first],
-            metadata: None,
-        },
-        owner: "anonymous".into(),
-        version: 1,
-        last_seq: 0,
-        cancel_requested: false,
-        has_push,
-        created_at: now,
-        turn: Some(TurnKey { message_id: message_id.into(), fingerprint: "f".into(), claimed_by: None }),
-    }
+    let mut record = common::submitted(id, "anonymous");
+    record.task.history[0].message_id = message_id.into();
+    record.has_push = has_push;
+    record.turn =
+        Some(a2a::ports::TurnKey { message_id: message_id.into(), fingerprint: "f".into(), claimed_by: None });
+    record
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -53,26 +53,7 @@ async fn all_stores() -> Vec<Stores> {
 
 fn record(id: &str, owner: &str, ctx: &str, minutes: i64) -> TaskRecord {
     let at = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap() + Days::minutes(minutes);
-    let mut first = Message::user_text("hello");
-    first.task_id = id.into();
-    first.context_id = ctx.into();
-    TaskRecord {
-        task: Task {
-            id: id.into(),
-            context_id: ctx.into(),
-            status: TaskStatus::new(TaskState::Submitted, at),
-            artifacts: None,
-            history: vec![first],
-            metadata: None,
-        },
-        owner: owner.into(),
-        version: 1,
-        last_seq: 0,
-        cancel_requested: false,
-        has_push: false,
-        created_at: at,
-        turn: None,
-    }
+    crate::common::submitted_at(id, owner, ctx, at)
 }
 
 async fn record_events(store: &dyn TaskStore, id: &str, events: Vec<AgentEvent>) -> a2a::Result<Committed> {

@@ -1,7 +1,7 @@
 //! OAuth 2.0 bearer tokens (RFC 6750) as a scheme: the token from the `Authorization` header,
 //! verified by [`crate::oidc::BearerVerifier`] (or, behind API Gateway's JWT authorizer, the claims
-//! the gateway verified; behind a proxy that verified the token and forwards it, the token's own
-//! claims), the principal and scopes it grants, the RFC 6750 challenges of its
+//! the gateway verified; behind a proxy that checked the signature, the same claim checks without
+//! it), the principal and scopes it grants, the RFC 6750 challenges of its
 //! refusals, and what the card declares for it (OpenID Connect discovery, the OAuth 2.0
 //! client-credentials flow, or plain HTTP bearer). Nothing here logs a token or a claim.
 
@@ -25,26 +25,14 @@ const OAUTH2: &str = "oauth2";
 const BEARER: &str = "bearer";
 
 pub struct BearerAuth {
-    verifier: Verifier,
+    /// `None`: the API gateway verified the token ([`GatewayClaims`]).
+    verifier: Option<BearerVerifier>,
     issuer: String,
     /// Declared in the card: OpenID discovery (when no explicit JWKS URL was given).
     discovery: bool,
     token_url: Option<String>,
     required_scopes: Vec<String>,
     principal_claim: String,
-    /// Checked on forwarded tokens too (defence in depth; the proxy checked them first).
-    audiences: Vec<String>,
-    client_ids: Vec<String>,
-    leeway_secs: u64,
-}
-
-/// Who checks a token, seen from here.
-enum Verifier {
-    Here(Box<BearerVerifier>),
-    /// The API gateway: its claims are in the request's extensions ([`GatewayClaims`]).
-    Gateway,
-    /// A proxy in front: the token's claims are read as they are (the `iss` checked, no signature).
-    Proxy,
 }
 
 impl BearerAuth {
@@ -58,14 +46,8 @@ impl BearerAuth {
         let principal_claim =
             settings.principal_claim.clone().filter(|c| !c.is_empty()).unwrap_or_else(|| "sub".into());
         let verifier = match settings.verified_by {
-            VerifiedBy::Gateway => Verifier::Gateway,
-            VerifiedBy::Proxy => {
-                tracing::warn!(
-                    "bearer token signatures are not checked here: the proxy in front (AgentCore Runtime's JWT authorizer) must check them, and nothing else may reach this port"
-                );
-                Verifier::Proxy
-            }
-            VerifiedBy::Server => {
+            VerifiedBy::Gateway => None,
+            by => {
                 let mut config = OidcConfig::new(issuer.clone(), list(settings.audiences.as_deref()));
                 config.jwks_url.clone_from(&settings.jwks_url);
                 config.client_ids = list(settings.client_ids.as_deref());
@@ -74,7 +56,13 @@ impl BearerAuth {
                 if let Some(secs) = settings.leeway_secs {
                     config.leeway = std::time::Duration::from_secs(secs);
                 }
-                Verifier::Here(Box::new(BearerVerifier::new(config).map_err(bad)?))
+                config.signature_checked_upstream = by == VerifiedBy::Proxy;
+                if config.signature_checked_upstream {
+                    tracing::warn!(
+                        "bearer token signatures are not checked here: the proxy in front (AgentCore Runtime's JWT authorizer) must check them, and nothing else may reach this port"
+                    );
+                }
+                Some(BearerVerifier::new(config).map_err(bad)?)
             }
         };
         Ok(Self {
@@ -84,9 +72,6 @@ impl BearerAuth {
             token_url: settings.token_url.clone().filter(|u| !u.is_empty()),
             required_scopes,
             principal_claim,
-            audiences: list(settings.audiences.as_deref()),
-            client_ids: list(settings.client_ids.as_deref()),
-            leeway_secs: settings.leeway_secs.unwrap_or(60),
         })
     }
 
@@ -102,16 +87,12 @@ impl BearerAuth {
     /// The principal of the bearer token the request presents; `None` when it presents none.
     pub(crate) async fn authenticate(&self, req: &Parts) -> Option<Result<Principal>> {
         let token = bearer_token(req);
-        let verifier = match &self.verifier {
-            Verifier::Here(verifier) => verifier,
-            Verifier::Gateway => {
-                return match (req.extensions.get::<GatewayClaims>(), token) {
-                    (Some(claims), _) => Some(self.gateway_principal(claims)),
-                    (None, Some(_)) => Some(Err(invalid_token("the token did not pass the API gateway's authorizer"))),
-                    (None, None) => None,
-                }
-            }
-            Verifier::Proxy => return token.map(|t| self.forwarded_claims(t).and_then(|c| self.gateway_principal(&c))),
+        let Some(verifier) = &self.verifier else {
+            return match (req.extensions.get::<GatewayClaims>(), token) {
+                (Some(claims), _) => Some(self.gateway_principal(claims)),
+                (None, Some(_)) => Some(Err(invalid_token("the token did not pass the API gateway's authorizer"))),
+                (None, None) => None,
+            };
         };
         let token = token?;
         Some(match verifier.verify(token, &[]).await {
@@ -121,55 +102,6 @@ impl BearerAuth {
             Err(Refusal::InvalidToken(why)) => Err(invalid_token(&why)),
             Err(Refusal::InsufficientScope(scope)) => Err(insufficient_scope(&scope)),
         })
-    }
-
-    /// The claims of a token the proxy in front verified: read, not verified again; its issuer must
-    /// still be this deployment's (a token meant for another agent is refused).
-    fn forwarded_claims(&self, token: &str) -> Result<GatewayClaims> {
-        use base64::Engine as _;
-        let payload = token.split('.').nth(1).ok_or_else(|| invalid_token("not a JWT"))?;
-        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-            .decode(payload.trim_end_matches('='))
-            .map_err(|_| invalid_token("the payload is not base64url"))?;
-        let serde_json::Value::Object(claims) =
-            serde_json::from_slice(&bytes).map_err(|_| invalid_token("the payload is not JSON"))?
-        else {
-            return Err(invalid_token("the payload is not a JSON object"));
-        };
-        if claims.get("iss").and_then(|i| i.as_str()).map(|i| i.trim_end_matches('/'))
-            != Some(self.issuer.trim_end_matches('/'))
-        {
-            return Err(invalid_token("the token was issued by another issuer"));
-        }
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        if claims.get("exp").and_then(|e| e.as_u64()).is_some_and(|exp| exp.saturating_add(self.leeway_secs) < now) {
-            return Err(invalid_token("the token has expired"));
-        }
-        let names = |key: &str| -> Vec<String> {
-            match claims.get(key) {
-                Some(serde_json::Value::String(s)) => vec![s.clone()],
-                Some(serde_json::Value::Array(a)) => a.iter().filter_map(|v| v.as_str().map(String::from)).collect(),
-                _ => Vec::new(),
-            }
-        };
-        if !self.audiences.is_empty() && !names("aud").iter().any(|a| self.audiences.contains(a)) {
-            return Err(invalid_token("the token is not meant for this agent (aud)"));
-        }
-        let clients = [names("azp"), names("client_id")].concat();
-        if !self.client_ids.is_empty() && !clients.iter().any(|c| self.client_ids.contains(c)) {
-            return Err(invalid_token("the token's client is not allowed (azp / client_id)"));
-        }
-        // As HTTP APIs pass claims on: strings as they are, an array as "[a b]".
-        let text = |v: serde_json::Value| match v {
-            serde_json::Value::String(s) => s,
-            serde_json::Value::Array(items) => {
-                let items: Vec<String> =
-                    items.into_iter().map(|i| i.as_str().map_or_else(|| i.to_string(), String::from)).collect();
-                format!("[{}]", items.join(" "))
-            }
-            other => other.to_string(),
-        };
-        Ok(GatewayClaims { claims: claims.into_iter().map(|(k, v)| (k, text(v))).collect(), scopes: Vec::new() })
     }
 
     fn gateway_principal(&self, gateway: &GatewayClaims) -> Result<Principal> {

@@ -120,6 +120,16 @@ pub struct CallContext {
     pub last_event_id: Option<u64>,
 }
 
+/// What [`Recorder::record`] did.
+#[derive(Debug)]
+pub struct Recorded {
+    pub committed: Committed,
+    /// A webhook delivery of these events was not queued: whoever recorded them must have them
+    /// queued again (a run fails its job so that the queue hands it out again, see
+    /// [`crate::runner`]).
+    pub pushes_owed: bool,
+}
+
 /// Commits agent events and fans them out. Shared by the runner, the executor's sink and the
 /// operations that change tasks themselves (SendMessage, CancelTask).
 pub struct Recorder {
@@ -132,20 +142,20 @@ pub struct Recorder {
 
 impl Recorder {
     /// Commits `events` and fans them out. A webhook delivery that could not be queued is not an
-    /// error (the events are committed): the result says so in [`Committed::pushes_owed`].
-    pub async fn record(&self, task_id: &str, events: Vec<AgentEvent>) -> Result<Committed> {
+    /// error (the events are committed): the result says so in [`Recorded::pushes_owed`].
+    pub async fn record(&self, task_id: &str, events: Vec<AgentEvent>) -> Result<Recorded> {
         self.record_with(task_id, events, true).await
     }
 
     /// [`Recorder::record`]; with `queue_pushes` false the events' webhook deliveries are left owed
     /// (a run whose earlier delivery could not be queued holds the later ones back, so that the
     /// requeue of its job delivers them all in order).
-    pub async fn record_with(&self, task_id: &str, events: Vec<AgentEvent>, queue_pushes: bool) -> Result<Committed> {
+    pub async fn record_with(&self, task_id: &str, events: Vec<AgentEvent>, queue_pushes: bool) -> Result<Recorded> {
         let now = self.clock.now();
         let adds = events.iter().map(AgentEvent::size).sum();
-        let mut committed = self.store.update(task_id, adds, &|rec| apply_all(rec, &events, now)).await?;
-        committed.pushes_owed = !self.fan_out(task_id, &committed, queue_pushes).await;
-        Ok(committed)
+        let committed = self.store.update(task_id, adds, &|rec| apply_all(rec, &events, now)).await?;
+        let pushes_owed = !self.fan_out(task_id, &committed, queue_pushes).await;
+        Ok(Recorded { committed, pushes_owed })
     }
 
     /// Sends committed events to the streams and webhooks of the task (with `queue_pushes`); false

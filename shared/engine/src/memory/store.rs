@@ -391,7 +391,7 @@ impl TaskStore for MemoryStore {
             let record = &entry.record;
             let (state, version, has_push) = (record.state(), record.version, record.has_push);
             let expire = self.settle(&mut entry, counted);
-            (Committed { events, state, version, has_push, pushes_owed: false }, expire)
+            (Committed { events, state, version, has_push }, expire)
         };
         drop(admitted);
         if let Some(id) = expire {

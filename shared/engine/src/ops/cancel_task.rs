@@ -47,8 +47,8 @@ pub async fn cancel_task(engine: &Engine, ctx: &CallContext, req: CancelTaskRequ
     let cancel = vec![AgentEvent::Status { state: TaskState::Canceled, message: None }];
     match engine.recorder.record(&req.id, cancel).await {
         // No run follows a cancel to queue its deliveries again: one more try here, then the log.
-        Ok(c) if c.pushes_owed => {
-            let from = c.events.first().map_or(0, |e| e.seq);
+        Ok(r) if r.pushes_owed => {
+            let from = r.committed.events.first().map_or(0, |e| e.seq);
             if let Err(e) = engine.recorder.requeue_pushes(&req.id, from).await {
                 tracing::error!(task_id = %req.id, error = %e, "the cancel's webhook deliveries could not be queued");
             }

@@ -298,8 +298,8 @@ async fn next_turn(engine: &Engine, ctx: &CallContext, mut message: Message, key
     }
     message.context_id.clone_from(&rec.task.context_id);
     let task_id = rec.task.id.clone();
-    let committed = match engine.recorder.record(&task_id, vec![AgentEvent::UserTurn(message, key.clone())]).await {
-        Ok(c) => c,
+    let recorded = match engine.recorder.record(&task_id, vec![AgentEvent::UserTurn(message, key.clone())]).await {
+        Ok(r) => r,
         // A concurrent copy of this very request got in first: answer as its retry.
         Err(e) if e.kind == ErrorKind::UnsupportedOperation => {
             let now = engine.load_owned(ctx, &task_id).await?;
@@ -316,9 +316,9 @@ async fn next_turn(engine: &Engine, ctx: &CallContext, mut message: Message, key
         }
         Err(e) => return Err(e),
     };
-    let start_seq = committed.events.last().map_or(rec.last_seq, |e| e.seq);
+    let start_seq = recorded.committed.events.last().map_or(rec.last_seq, |e| e.seq);
     let snapshot = engine.store.load(&task_id).await?.ok_or_else(|| A2aError::task_not_found(&task_id))?.task;
-    Ok(Turn { snapshot, start_seq, is_new_task: false, duplicate: false, pushes_owed: committed.pushes_owed })
+    Ok(Turn { snapshot, start_seq, is_new_task: false, duplicate: false, pushes_owed: recorded.pushes_owed })
 }
 
 #[cfg(test)]

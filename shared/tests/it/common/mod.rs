@@ -114,3 +114,33 @@ pub async fn sqlite_store(what: &str) -> (Arc<a2a::adapters::sqlite::SqliteStore
     let opened = a2a::adapters::sqlite::open(a2a::adapters::sqlite::SqliteOptions::new(&dir.0)).await.unwrap();
     (opened.store, dir)
 }
+
+/// A new SUBMITTED task of `owner` with one message.
+pub fn submitted(id: &str, owner: &str) -> a2a::ports::TaskRecord {
+    submitted_at(id, owner, "ctx", chrono::Utc::now())
+}
+
+/// [`submitted`] in context `ctx`, created `at`.
+pub fn submitted_at(id: &str, owner: &str, ctx: &str, at: chrono::DateTime<chrono::Utc>) -> a2a::ports::TaskRecord {
+    use a2a::types::{Message, Task, TaskState, TaskStatus};
+    let mut first = Message::user_text("hello");
+    first.task_id = id.into();
+    first.context_id = ctx.into();
+    a2a::ports::TaskRecord {
+        task: Task {
+            id: id.into(),
+            context_id: ctx.into(),
+            status: TaskStatus::new(TaskState::Submitted, at),
+            artifacts: None,
+            history: vec![first],
+            metadata: None,
+        },
+        owner: owner.into(),
+        version: 1,
+        last_seq: 0,
+        cancel_requested: false,
+        has_push: false,
+        created_at: at,
+        turn: None,
+    }
+}
