@@ -93,7 +93,7 @@ impl Client {
             params["tenant"] = json!(self.tenant);
         }
         let input = describe(method)?.input();
-        let bytes = wire::write(&input, params).map_err(|s| invalid(method, &s))?;
+        let bytes = wire::write(&input, &params).map_err(|s| invalid(method, &s))?;
         let mut req = tonic::Request::new(bytes);
         let metadata = req.metadata_mut();
         metadata.insert("a2a-version", MetadataValue::from_static("1.0"));

@@ -2,8 +2,9 @@
 //! operations as JSON-RPC and HTTP+JSON, and called by the client (`a2a-client`, feature `grpc`).
 //! Messages are read and written through the descriptors of
 //! the vendored proto (`proto/`, compiled at build time by protox) and the ProtoJSON mapping,
-//! so the binding has no model of its own: a request becomes the JSON the other bindings decode, an
-//! answer the JSON they encode. Authentication, the version and extensions come from the metadata
+//! so the binding has no model of its own: a request's wire bytes become, in one pass, the JSON
+//! text the other bindings decode, and an answer is serialized from its typed value straight into
+//! wire bytes ([`proto_json`]; no dynamic message in between). Authentication, the version and extensions come from the metadata
 //! (the same names as the headers); errors are `google.rpc.Status` with an `ErrorInfo` detail, from
 //! the one error table.
 //!
@@ -18,6 +19,7 @@
 //! - [`wire`]: descriptors, messages as ProtoJSON, errors as statuses (server and client).
 //! - `server` (feature `server`): the service, health and reflection; `deadline`: `grpc-timeout`;
 //!   [`listener`]: the HTTP/2 listener under the server's limits.
+//! - [`proto_json`]: ProtoJSON to and from the wire format through the descriptors.
 //! - [`codec`]: message bytes through tonic untouched.
 
 pub mod codec;
@@ -25,6 +27,7 @@ pub mod codec;
 mod deadline;
 #[cfg(feature = "server")]
 pub mod listener;
+pub mod proto_json;
 #[cfg(feature = "server")]
 mod server;
 pub mod wire;

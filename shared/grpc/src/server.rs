@@ -11,7 +11,6 @@ use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 use futures::StreamExt;
 use prost_reflect::MethodDescriptor;
-use serde_json::Value;
 use tonic::server::{Grpc, NamedService, ServerStreamingService, UnaryService};
 use tonic::Status;
 
@@ -162,9 +161,7 @@ impl UnaryService<Bytes> for Unary {
             let (output, method) = call.run(req).await?;
             let estimate = output.size_hint();
             let answer = service
-                .encode_answer(output, estimate, |output, _| {
-                    write(&method.output(), output.into_json()).map_err(internal)
-                })
+                .encode_answer(output, estimate, |output, _| write(&method.output(), &output).map_err(internal))
                 .await
                 .map_err(status)?;
             Ok(tonic::Response::new(answer))
@@ -201,7 +198,7 @@ impl ServerStreamingService<Bytes> for Streaming {
                 async move {
                     let item = item.map_err(status)?;
                     let held = hold_event(&answers, &item.event).await.map_err(status)?;
-                    let bytes = write(&output, serde_json::to_value(&item.event).unwrap_or(Value::Null))?;
+                    let bytes = write(&output, &item.event)?;
                     let Some(mut held) = held else { return Ok(bytes) };
                     answers.fit(&mut held, bytes.len()).await.map_err(status)?;
                     Ok(held_bytes(bytes, held))
