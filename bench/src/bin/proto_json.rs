@@ -34,6 +34,9 @@ fn allocations(mut f: impl FnMut()) -> f64 {
     (dhat::HeapStats::get().total_blocks - before) as f64 / 1000.0
 }
 
+/// A named conversion to time.
+type Row<'a> = (&'static str, Box<dyn FnMut() + 'a>);
+
 fn main() {
     let n: u32 = std::env::args().nth(1).map_or(200_000, |s| s.parse().expect("iterations"));
     let send = method("SendMessage").expect("SendMessage");
@@ -54,7 +57,7 @@ fn main() {
     let typed: a2a::types::SendMessageResponse = serde_json::from_value(answer.clone()).expect("typed answer");
     let options = DeserializeOptions::new().deny_unknown_fields(false);
 
-    let mut rows: [(&str, Box<dyn FnMut()>); 4] = [
+    let mut rows: [Row<'_>; 4] = [
         (
             "read request: dynamic message",
             Box::new(|| {
