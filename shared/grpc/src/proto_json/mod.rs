@@ -12,6 +12,7 @@
 //! well-known types this proto uses by their JSON forms (`Timestamp`, `Struct`, `Value`,
 //! `ListValue`; `Empty` is an ordinary empty message).
 
+mod key;
 pub mod read;
 #[cfg(test)]
 mod tests;

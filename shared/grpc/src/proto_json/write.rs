@@ -9,6 +9,7 @@ use prost::encoding::{encode_key, encode_varint, WireType};
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde::ser::{self, Impossible, Serialize};
 
+use super::key::KeySer;
 use super::{Error, Wkt, MAX_TIMESTAMP_SECONDS, MIN_TIMESTAMP_SECONDS};
 
 /// `value` as the wire bytes of the message `descriptor`.
@@ -644,123 +645,5 @@ impl ser::SerializeStruct for Obj<'_> {
     fn end(self) -> Result<(), Error> {
         self.finish();
         Ok(())
-    }
-}
-
-/// An object's key as a string (JSON keys are strings; numbers and booleans are spelled out).
-struct KeySer;
-
-impl ser::Serializer for KeySer {
-    type Ok = String;
-    type Error = Error;
-    type SerializeSeq = Impossible<String, Error>;
-    type SerializeTuple = Impossible<String, Error>;
-    type SerializeTupleStruct = Impossible<String, Error>;
-    type SerializeTupleVariant = Impossible<String, Error>;
-    type SerializeMap = Impossible<String, Error>;
-    type SerializeStruct = Impossible<String, Error>;
-    type SerializeStructVariant = Impossible<String, Error>;
-
-    fn serialize_str(self, v: &str) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_char(self, v: char) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_bool(self, v: bool) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<String, Error> {
-        Ok(v.to_string())
-    }
-    fn serialize_f32(self, _: f32) -> Result<String, Error> {
-        Err(Error::new("a float as an object key"))
-    }
-    fn serialize_f64(self, _: f64) -> Result<String, Error> {
-        Err(Error::new("a float as an object key"))
-    }
-    fn serialize_bytes(self, _: &[u8]) -> Result<String, Error> {
-        Err(Error::new("bytes as an object key"))
-    }
-    fn serialize_none(self) -> Result<String, Error> {
-        Err(Error::new("null as an object key"))
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<String, Error> {
-        value.serialize(self)
-    }
-    fn serialize_unit(self) -> Result<String, Error> {
-        Err(Error::new("null as an object key"))
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<String, Error> {
-        Err(Error::new("null as an object key"))
-    }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<String, Error> {
-        Ok(variant.to_string())
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<String, Error> {
-        value.serialize(self)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<String, Error> {
-        Err(Error::new("an enum as an object key"))
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, Error> {
-        Err(Error::new("a list as an object key"))
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, Error> {
-        Err(Error::new("a list as an object key"))
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct, Error> {
-        Err(Error::new("a list as an object key"))
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, Error> {
-        Err(Error::new("a list as an object key"))
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, Error> {
-        Err(Error::new("an object as an object key"))
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, Error> {
-        Err(Error::new("an object as an object key"))
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, Error> {
-        Err(Error::new("an object as an object key"))
     }
 }
