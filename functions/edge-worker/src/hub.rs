@@ -19,7 +19,7 @@ use worker::{durable_object, DurableObject, Env, ListOptions, Request, Response,
 /// The hub's answer when it cannot serve a stream without a hole (the worker then asks the origin).
 pub const GAP_STATUS: u16 = 409;
 const EVENT_PREFIX: &str = "e:";
-/// Durable Object storage takes at most 128 keys in one put.
+/// Durable Object storage takes at most 128 keys in one put (or delete).
 const MAX_KEYS_PER_PUT: usize = 128;
 /// How often a new stream checks whether the events it needs have arrived.
 const CATCH_UP_POLL_MS: i64 = 100;
@@ -90,6 +90,13 @@ impl TaskHub {
             self.store(&held).await?;
         } else {
             self.store(&accepted.released).await?;
+        }
+        if let Some(dropped) = &accepted.dropped {
+            // The log dropped its oldest events (it is bounded): storage follows.
+            let keys: Vec<String> = dropped.clone().map(event_key).collect();
+            for chunk in keys.chunks(MAX_KEYS_PER_PUT) {
+                storage.delete_multiple(chunk.to_vec()).await?;
+            }
         }
         let ended = {
             let mut inner = self.inner.borrow_mut();

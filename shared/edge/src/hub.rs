@@ -21,10 +21,18 @@ use bytes::Bytes;
 
 use a2a_engine::ports::EventRecord;
 use a2a_protocol::sse::{Framing, SharedEvent};
+use a2a_protocol::types::size::answer_size;
 use a2a_protocol::types::StreamResponse;
 
 /// How long released events wait behind a missing one before the log gives up on it.
 pub const GAP_TIMEOUT_MS: i64 = 5_000;
+
+/// The most events the log holds (the origin's hub keeps as many for streams behind): past it, or
+/// past [`MAX_BYTES`], the oldest quarter is dropped and a stream that needs them gets [`Gap`] (the
+/// edge serves it from the origin). Events waiting behind a gap count against the same number.
+pub const MAX_EVENTS: usize = 16_384;
+/// The most bytes of events (about what they take encoded) the log holds.
+pub const MAX_BYTES: usize = 16 << 20;
 
 /// The log cannot serve events after this sequence number without a hole.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +44,8 @@ pub struct TaskLog {
     floor: u64,
     /// `floor + 1 ..= last`, contiguous.
     events: Vec<Arc<SharedEvent>>,
+    /// What `events` take, about (see [`MAX_BYTES`]).
+    bytes: usize,
     /// Received ahead of a missing event, with the time they arrived.
     pending: BTreeMap<u64, (StreamResponse, i64)>,
 }
@@ -47,6 +57,9 @@ pub struct Accepted {
     pub released: Vec<Arc<SharedEvent>>,
     /// A gap was given up on: open streams can no longer be served gap-free.
     pub rebased: bool,
+    /// The oldest events were dropped to keep the log within its bounds: these sequence numbers
+    /// are no longer held (nor need to be stored).
+    pub dropped: Option<std::ops::RangeInclusive<u64>>,
 }
 
 impl TaskLog {
@@ -85,7 +98,9 @@ impl TaskLog {
     /// Adds published events. Duplicates and events already released are ignored.
     pub fn accept(&mut self, events: Vec<EventRecord>, now_ms: i64) -> Accepted {
         for ev in events {
-            if ev.seq > self.last() {
+            // Past the bound an event is not taken: the hole it leaves is given up on like any
+            // other, after GAP_TIMEOUT_MS.
+            if ev.seq > self.last() && self.pending.len() < MAX_EVENTS {
                 self.pending.entry(ev.seq).or_insert((ev.event, now_ms));
             }
         }
@@ -94,6 +109,7 @@ impl TaskLog {
             let next = self.last() + 1;
             if let Some((event, _)) = self.pending.remove(&next) {
                 let shared = Arc::new(SharedEvent::new(next, event));
+                self.bytes += answer_size(&shared.event);
                 self.events.push(shared.clone());
                 out.released.push(shared);
                 continue;
@@ -103,11 +119,37 @@ impl TaskLog {
                 Some(&first) if stale => {
                     self.floor = first - 1;
                     self.events.clear();
+                    self.bytes = 0;
                     out.rebased = true;
                 }
-                _ => return out,
+                _ => break,
             }
         }
+        out.dropped = self.trim();
+        out
+    }
+
+    /// Drops the oldest events while the log is over a bound, down to three quarters of it (so
+    /// that dropping is amortized), keeping the last event: the sequence numbers dropped.
+    fn trim(&mut self) -> Option<std::ops::RangeInclusive<u64>> {
+        if self.events.len() <= MAX_EVENTS && self.bytes <= MAX_BYTES {
+            return None;
+        }
+        let (mut count, mut bytes) = (0, self.bytes);
+        while count + 1 < self.events.len()
+            && (self.events.len() - count > MAX_EVENTS / 4 * 3 || bytes > MAX_BYTES / 4 * 3)
+        {
+            bytes -= answer_size(&self.events[count].event);
+            count += 1;
+        }
+        if count == 0 {
+            return None;
+        }
+        let first = self.floor + 1;
+        self.events.drain(..count);
+        self.floor += count as u64;
+        self.bytes = bytes;
+        Some(first..=self.floor)
     }
 
     /// A log that holds nothing yet starts after `seq`: a stream whose snapshot already covers the
@@ -376,5 +418,51 @@ mod tests {
                 .unwrap();
         let text = String::from_utf8_lossy(&frames[0]).into_owned();
         assert!(text.contains("\"id\":7") && text.contains("\"kind\":\"status-update\""), "{text}");
+    }
+
+    #[test]
+    fn the_log_is_bounded_in_events_dropping_the_oldest() {
+        let mut log = TaskLog::default();
+        let n = MAX_EVENTS as u64;
+        let accepted = log.accept((1..=n).map(|s| status(s, TaskState::Working)).collect(), 0);
+        assert_eq!((accepted.released.len(), accepted.dropped), (MAX_EVENTS, None));
+        let accepted = log.accept(vec![status(n + 1, TaskState::Working)], 0);
+        let kept = MAX_EVENTS / 4 * 3;
+        let dropped = n + 1 - kept as u64;
+        assert_eq!(accepted.dropped, Some(1..=dropped));
+        assert_eq!((log.floor(), log.last(), log.after(dropped).unwrap().len()), (dropped, n + 1, kept));
+        // A stream that needs a dropped event is refused (the origin serves it), not given a hole.
+        assert_eq!(Subscriber::start(spec(None, dropped - 1, false), &log).err(), Some(Gap));
+        let (_, frames) = Subscriber::start(spec(None, n, false), &log).unwrap();
+        assert_eq!(ids(&frames), [(n + 1).to_string()]);
+        // Events ahead of a gap are bounded too.
+        let mut log = TaskLog::default();
+        log.accept((2..=n + 10).map(|s| status(s, TaskState::Working)).collect(), 0);
+        assert_eq!(log.pending(), MAX_EVENTS);
+    }
+
+    #[test]
+    fn the_log_is_bounded_in_bytes_keeping_the_last_event() {
+        let big = |seq: u64| {
+            let mut m = message(seq);
+            let StreamResponse::Message(inner) = &mut m.event else { unreachable!() };
+            inner.parts = vec![Part::text("x".repeat(MAX_BYTES / 5))];
+            m
+        };
+        let mut log = TaskLog::default();
+        let accepted = log.accept((1..=3).map(big).collect(), 0);
+        assert_eq!(accepted.dropped, None);
+        let accepted = log.accept(vec![big(4), big(5)], 0);
+        let dropped = accepted.dropped.expect("over the byte bound");
+        assert!(!log.after(log.floor()).unwrap().is_empty());
+        assert_eq!((*dropped.start(), *dropped.end(), log.last()), (1, log.floor(), 5));
+        assert!(log.after(log.floor()).unwrap().iter().map(|e| answer_size(&e.event)).sum::<usize>() <= MAX_BYTES);
+        // One event over the whole bound is still held: the last event always is.
+        let mut log = TaskLog::default();
+        let mut huge = big(1);
+        let StreamResponse::Message(inner) = &mut huge.event else { unreachable!() };
+        inner.parts = vec![Part::text("x".repeat(MAX_BYTES + 1))];
+        let accepted = log.accept(vec![huge], 0);
+        assert_eq!((accepted.dropped, log.last(), log.floor()), (None, 1, 0));
     }
 }

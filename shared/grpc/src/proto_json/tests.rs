@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use super::{read, write};
 
 fn descriptor(name: &str) -> MessageDescriptor {
-    prost_reflect::DescriptorPool::decode(crate::wire::DESCRIPTORS)
+    // The build's descriptor set (as `wire::DESCRIPTORS`, read here so this layer stays below it).
+    prost_reflect::DescriptorPool::decode(&include_bytes!(concat!(env!("OUT_DIR"), "/a2a.fds"))[..])
         .expect("descriptors")
         .get_message_by_name(name)
         .expect("message")
