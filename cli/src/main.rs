@@ -478,10 +478,8 @@ pub async fn follow(out: &Out, mut events: EventStream) -> Result<Exit, Failure>
 
 fn file_part(path: &PathBuf) -> Result<Part, Failure> {
     let bytes = std::fs::read(path).map_err(|e| Failure::Local(format!("{}: {e}", path.display())))?;
-    let mut part = Part::raw(bytes);
-    part.filename = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    part.media_type = media_type(path).into();
-    Ok(part)
+    let filename = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(Part::raw(bytes).with_filename(filename).with_media_type(media_type(path)))
 }
 
 fn media_type(path: &std::path::Path) -> &'static str {

@@ -202,7 +202,7 @@ impl Out {
             }
             return;
         }
-        match files::save(&self.output_dir, &part.filename, fallback, bytes) {
+        match files::save(&self.output_dir, part.filename(), fallback, bytes) {
             Ok(path) => {
                 self.saved.set(self.saved.get() + 1);
                 let shown = path.strip_prefix(".").unwrap_or(&path).display().to_string();

@@ -40,11 +40,44 @@ pub struct TaskRecord {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TurnKey {
     pub message_id: String,
-    pub fingerprint: String,
+    pub fingerprint: Fingerprint,
     /// The run that took this turn, where runners claim turns before starting the agent (a queue
     /// that may hand one job to two consumers at once: see [`crate::runner::Runner::claiming_turns`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed_by: Option<String>,
+}
+
+/// A digest of a request's content (the first 16 bytes of a SHA-256): held as bytes, written (in
+/// the stores' records) as 32 lowercase hex digits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Fingerprint(pub [u8; 16]);
+
+impl serde::Serialize for Fingerprint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0u8; 32];
+        for (i, b) in self.0.iter().enumerate() {
+            text[2 * i] = HEX[usize::from(b >> 4)];
+            text[2 * i + 1] = HEX[usize::from(b & 15)];
+        }
+        s.serialize_str(std::str::from_utf8(&text).map_err(serde::ser::Error::custom)?)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Fingerprint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        let text = std::borrow::Cow::<str>::deserialize(d)?;
+        let mut bytes = [0u8; 16];
+        let digits = text.as_bytes();
+        if digits.len() != 32 {
+            return Err(serde::de::Error::custom("a fingerprint is 32 hex digits"));
+        }
+        for (i, pair) in digits.chunks(2).enumerate() {
+            let pair = std::str::from_utf8(pair).map_err(serde::de::Error::custom)?;
+            bytes[i] = u8::from_str_radix(pair, 16).map_err(serde::de::Error::custom)?;
+        }
+        Ok(Self(bytes))
+    }
 }
 
 impl TurnKey {

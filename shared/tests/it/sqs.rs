@@ -82,8 +82,11 @@ fn submitted(id: &str, message_id: &str, has_push: bool) -> a2a::ports::TaskReco
     let mut record = common::submitted(id, "anonymous");
     record.task.history[0].message_id = message_id.into();
     record.has_push = has_push;
-    record.turn =
-        Some(a2a::ports::TurnKey { message_id: message_id.into(), fingerprint: "f".into(), claimed_by: None });
+    record.turn = Some(a2a::ports::TurnKey {
+        message_id: message_id.into(),
+        fingerprint: a2a::ports::Fingerprint([7; 16]),
+        claimed_by: None,
+    });
     record
 }
 

@@ -73,12 +73,12 @@ async fn message_claims_move_only_from_where_they_pointed() {
         };
         assert_eq!(s.tasks.claimed_task(&owner, "m1").await.unwrap(), None, "{}", s.name);
         let mut first = record(&a, &owner, "ctx", 0);
-        first.turn = Some(TurnKey { message_id: "m1".into(), fingerprint: "f1".into(), claimed_by: None });
+        first.turn = Some(TurnKey { message_id: "m1".into(), fingerprint: Fingerprint([0xf1; 16]), claimed_by: None });
         assert!(s.tasks.create(first, Some(&claim(None))).await.unwrap(), "{}", s.name);
         assert_eq!(s.tasks.claimed_task(&owner, "m1").await.unwrap().as_deref(), Some(a.as_str()), "{}", s.name);
         assert_eq!(s.tasks.claimed_task("someone-else", "m1").await.unwrap(), None, "{}: per owner", s.name);
         let turn = s.tasks.load(&a).await.unwrap().unwrap().turn.unwrap();
-        assert_eq!(turn.fingerprint, "f1", "{}: the turn key is stored", s.name);
+        assert_eq!(turn.fingerprint, Fingerprint([0xf1; 16]), "{}: the turn key is stored", s.name);
         // A racer that still believes the message unclaimed loses, and nothing is stored.
         assert!(!s.tasks.create(record(&b, &owner, "ctx", 0), Some(&claim(None))).await.unwrap(), "{}", s.name);
         assert!(s.tasks.load(&b).await.unwrap().is_none(), "{}", s.name);

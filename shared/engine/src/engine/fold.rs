@@ -193,7 +193,7 @@ mod tests {
         let unspecified = AgentEvent::Status { state: TaskState::Unspecified, message: None };
         let turn = AgentEvent::UserTurn(
             Message::user_text("more"),
-            TurnKey { message_id: "m".into(), fingerprint: "f".into(), claimed_by: None },
+            TurnKey { message_id: "m".into(), fingerprint: crate::ports::Fingerprint([7; 16]), claimed_by: None },
         );
         for batch in [vec![chunk.clone(), done, after_the_end], vec![chunk.clone(), unspecified], vec![chunk, turn]] {
             assert!(apply_all(&mut rec, &batch, now).is_err(), "{batch:?}");

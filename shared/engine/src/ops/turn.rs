@@ -13,7 +13,7 @@
 use sha2::{Digest, Sha256};
 
 use crate::engine::{AgentEvent, CallContext, Engine};
-use crate::ports::{Job, MessageClaim, TaskRecord, TurnKey};
+use crate::ports::{Fingerprint, Job, MessageClaim, TaskRecord, TurnKey};
 use a2a_protocol::error::{A2aError, ErrorKind, Result};
 use a2a_protocol::types::{Message, SendMessageRequest, Task, TaskState, TaskStatus, Validate};
 
@@ -51,7 +51,6 @@ pub fn derive_task_id(principal: &str, message_id: &str, replaces: Option<&str>)
 /// request rather than another (response-shaping options such as `historyLength` or
 /// `returnImmediately` aside).
 pub fn turn_key(req: &SendMessageRequest) -> TurnKey {
-    use std::fmt::Write as _;
     let config = req.configuration.as_ref();
     let mut h = Canonical(Sha256::new());
     h.scalar(&req.tenant);
@@ -60,10 +59,8 @@ pub fn turn_key(req: &SendMessageRequest) -> TurnKey {
     h.scalar(&config.map_or(&[][..], |c| &c.accepted_output_modes[..]));
     h.map(req.metadata.as_ref());
     let digest = h.0.finalize();
-    let mut fingerprint = String::with_capacity(32);
-    for b in &digest[..16] {
-        let _ = write!(fingerprint, "{b:02x}");
-    }
+    let mut fingerprint = Fingerprint::default();
+    fingerprint.0.copy_from_slice(&digest[..16]);
     TurnKey { message_id: req.message.message_id.clone(), fingerprint, claimed_by: None }
 }
 
@@ -122,8 +119,8 @@ impl Canonical {
             }
         }
         self.map(p.metadata.as_deref());
-        self.scalar(&p.filename);
-        self.scalar(&p.media_type);
+        self.scalar(&p.filename());
+        self.scalar(&p.media_type());
     }
 
     fn map(&mut self, map: Option<&a2a_protocol::types::Struct>) {
@@ -340,6 +337,23 @@ mod tests {
         assert_eq!(turn_key(&a), turn_key(&b));
         assert_ne!(turn_key(&a), turn_key(&c));
         assert_eq!(turn_key(&a).message_id, "m");
+    }
+
+    /// Held as 16 bytes, stored as the 32 hex digits records written before held: those still
+    /// read, and read back the same.
+    #[test]
+    fn a_fingerprint_is_stored_as_hex() {
+        let stored = r#"{"message_id":"m","fingerprint":"00ff10a0b1c2d3e4f5061728394a5b6c"}"#;
+        let key: TurnKey = serde_json::from_str(stored).unwrap();
+        assert_eq!(key.fingerprint.0[..3], [0x00, 0xff, 0x10]);
+        assert_eq!(serde_json::to_string(&key).unwrap(), stored);
+        for broken in ["\"abc\"", "\"zz000000000000000000000000000000\"", "7"] {
+            assert!(serde_json::from_str::<Fingerprint>(broken).is_err(), "{broken}");
+        }
+        let req =
+            req(serde_json::json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}]}}));
+        let json = serde_json::to_value(turn_key(&req)).unwrap();
+        assert_eq!(json["fingerprint"].as_str().map(str::len), Some(32));
     }
 
     #[test]

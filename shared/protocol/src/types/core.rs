@@ -182,8 +182,15 @@ pub struct Part {
     /// Boxed: few parts carry metadata, and a part is copied into the task's history or artifacts
     /// and into the event that announced it.
     pub metadata: Option<Box<Struct>>,
-    pub filename: String,
-    pub media_type: String,
+    /// The file name and media type ([`Part::filename`], [`Part::media_type`]), boxed: most parts
+    /// carry neither, and a part is held in the history, the artifacts and the event log.
+    names: Option<Box<PartNames>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+struct PartNames {
+    filename: String,
+    media_type: String,
 }
 
 impl Part {
@@ -204,17 +211,50 @@ impl Part {
     }
 
     pub fn new(content: PartContent) -> Self {
-        Self { content, metadata: None, filename: String::new(), media_type: String::new() }
+        Self { content, metadata: None, names: None }
+    }
+
+    pub fn with_metadata(mut self, metadata: Option<Struct>) -> Self {
+        self.metadata = metadata.map(Box::new);
+        self
+    }
+
+    /// The file name (empty: none).
+    pub fn filename(&self) -> &str {
+        self.names.as_ref().map_or("", |n| &n.filename)
+    }
+
+    /// The media type (empty: none).
+    pub fn media_type(&self) -> &str {
+        self.names.as_ref().map_or("", |n| &n.media_type)
     }
 
     pub fn with_filename(mut self, name: impl Into<String>) -> Self {
-        self.filename = name.into();
+        self.set_names(Some(name.into()), None);
         self
     }
 
     pub fn with_media_type(mut self, media_type: impl Into<String>) -> Self {
-        self.media_type = media_type.into();
+        self.set_names(None, Some(media_type.into()));
         self
+    }
+
+    /// Sets what is given; no box is made for empty names.
+    fn set_names(&mut self, filename: Option<String>, media_type: Option<String>) {
+        let empty = filename.as_ref().is_none_or(String::is_empty) && media_type.as_ref().is_none_or(String::is_empty);
+        if empty && self.names.is_none() {
+            return;
+        }
+        let names = self.names.get_or_insert_with(Box::default);
+        if let Some(filename) = filename {
+            names.filename = filename;
+        }
+        if let Some(media_type) = media_type {
+            names.media_type = media_type;
+        }
+        if names.filename.is_empty() && names.media_type.is_empty() {
+            self.names = None;
+        }
     }
 
     pub fn as_text(&self) -> Option<&str> {
@@ -237,11 +277,11 @@ impl Serialize for Part {
         if let Some(m) = &self.metadata {
             map.serialize_entry("metadata", m)?;
         }
-        if !self.filename.is_empty() {
-            map.serialize_entry("filename", &self.filename)?;
+        if !self.filename().is_empty() {
+            map.serialize_entry("filename", self.filename())?;
         }
-        if !self.media_type.is_empty() {
-            map.serialize_entry("mediaType", &self.media_type)?;
+        if !self.media_type().is_empty() {
+            map.serialize_entry("mediaType", self.media_type())?;
         }
         map.end()
     }
@@ -287,12 +327,9 @@ impl<'de> Deserialize<'de> for Part {
             )));
         }
         let content = members.pop().ok_or_else(|| de::Error::custom("empty part"))?;
-        Ok(Part {
-            content,
-            metadata: w.metadata.map(Box::new),
-            filename: w.filename,
-            media_type: w.media_type_camel.unwrap_or(w.media_type),
-        })
+        let mut part = Part { content, metadata: w.metadata.map(Box::new), names: None };
+        part.set_names(Some(w.filename), Some(w.media_type_camel.unwrap_or(w.media_type)));
+        Ok(part)
     }
 }
 
@@ -500,5 +537,25 @@ impl StreamResponse {
             Self::StatusUpdate(u) => &u.task_id,
             Self::ArtifactUpdate(u) => &u.task_id,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_part_boxes_its_names_only_when_it_has_some() {
+        assert!(std::mem::size_of::<Part>() <= 56, "{}", std::mem::size_of::<Part>());
+        let plain: Part = serde_json::from_str(r#"{"text": "x", "filename": "", "mediaType": ""}"#).unwrap();
+        assert!(plain.names.is_none());
+        assert_eq!(serde_json::to_string(&plain).unwrap(), r#"{"text":"x"}"#);
+        let named: Part = serde_json::from_str(r#"{"raw": "AAE=", "filename": "f.bin", "media_type": "a/b"}"#).unwrap();
+        assert_eq!((named.filename(), named.media_type()), ("f.bin", "a/b"));
+        assert_eq!(serde_json::to_string(&named).unwrap(), r#"{"raw":"AAE=","filename":"f.bin","mediaType":"a/b"}"#);
+        let cleared = named.with_filename("").with_media_type("");
+        assert!(cleared.names.is_none());
+        let typed = Part::url("https://x").with_media_type("text/plain");
+        assert_eq!((typed.filename(), typed.media_type()), ("", "text/plain"));
     }
 }

@@ -20,8 +20,8 @@ fn struct_size(m: Option<&Struct>) -> usize {
 }
 
 fn part_size(p: &Part) -> usize {
-    96 + p.filename.len()
-        + p.media_type.len()
+    96 + p.filename().len()
+        + p.media_type().len()
         + struct_size(p.metadata.as_deref())
         + match &p.content {
             PartContent::Text(t) => t.len(),

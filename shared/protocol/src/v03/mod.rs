@@ -92,7 +92,7 @@ impl From<&v1::Part> for Part {
     fn from(p: &v1::Part) -> Self {
         let metadata = p.metadata.as_deref().cloned();
         let file = |bytes, uri| Part::File {
-            file: FileContent { bytes, uri, mime_type: opt(&p.media_type), name: opt(&p.filename) },
+            file: FileContent { bytes, uri, mime_type: opt(p.media_type()), name: opt(p.filename()) },
             metadata: metadata.clone(),
         };
         match &p.content {
@@ -107,8 +107,8 @@ impl From<&v1::Part> for Part {
 impl Part {
     fn into_v1(self, path: &str) -> Result<v1::Part> {
         Ok(match self {
-            Part::Text { text, metadata } => v1::Part { metadata: metadata.map(Box::new), ..v1::Part::text(text) },
-            Part::Data { data, metadata } => v1::Part { metadata: metadata.map(Box::new), ..v1::Part::data(data) },
+            Part::Text { text, metadata } => v1::Part::text(text).with_metadata(metadata),
+            Part::Data { data, metadata } => v1::Part::data(data).with_metadata(metadata),
             Part::File { file, metadata } => {
                 let content = match (file.bytes, file.uri) {
                     (Some(b), None) => PartContent::Raw(
@@ -124,12 +124,10 @@ impl Part {
                         ))
                     }
                 };
-                v1::Part {
-                    content,
-                    metadata: metadata.map(Box::new),
-                    filename: file.name.unwrap_or_default(),
-                    media_type: file.mime_type.unwrap_or_default(),
-                }
+                v1::Part::new(content)
+                    .with_metadata(metadata)
+                    .with_filename(file.name.unwrap_or_default())
+                    .with_media_type(file.mime_type.unwrap_or_default())
             }
         })
     }

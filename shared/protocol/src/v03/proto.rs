@@ -350,7 +350,7 @@ mod tests {
         assert_eq!(req.message.parts[0].content, PartContent::Text("hi".into()));
         // "ZEdOcg==" is base64 of "dGNr", the base64 string of "tck" (see the module doc).
         assert_eq!(req.message.parts[1].content, PartContent::Raw(bytes::Bytes::from_static(b"tck")));
-        assert_eq!(req.message.parts[1].filename, "a.txt");
+        assert_eq!(req.message.parts[1].filename(), "a.txt");
         assert_eq!(req.message.parts[2].content, PartContent::Data(std::sync::Arc::new(json!({"k": 1}))));
         let out = message_out(&req.message);
         // ProtoJSON: base64 of the bytes, once.
