@@ -5,7 +5,9 @@
 //! large as its largest variant (a whole task, about 400 bytes) whatever it holds. Kept here: the
 //! update without the ids (the entry's own, put back on the way out), with its message, artifact
 //! and metadata boxed, about 40 bytes plus what it really holds. Part contents stay shared with the
-//! task (see `PartContent`).
+//! task (see `PartContent`). Once the task has ended its artifacts no longer change: an update that
+//! set an artifact to what the task ends with is then kept as the artifact's place in the task
+//! ([`EventLog::settle`]), not as a second copy.
 
 use crate::ports::EventRecord;
 use a2a_protocol::types::size::event_size;
@@ -22,6 +24,12 @@ enum Kept {
     Artifact {
         artifact: Box<Artifact>,
         append: bool,
+        last_chunk: bool,
+        metadata: Option<Box<Struct>>,
+    },
+    /// An artifact update whose artifact is the ended task's artifact at `index`, as it is now.
+    TaskArtifact {
+        index: u32,
         last_chunk: bool,
         metadata: Option<Box<Struct>>,
     },
@@ -52,6 +60,27 @@ impl EventLog {
         for record in committed {
             self.bytes += event_size(&record.event);
             self.kept.push(Kept::new(&record.event, task));
+        }
+    }
+
+    /// The task has ended (its artifacts will not change again): the last update of each of its
+    /// artifacts that set it whole (not an append) to what the task holds is kept as the place of
+    /// that artifact in the task instead of a copy of it.
+    pub fn settle(&mut self, task: &Task) {
+        let Some(artifacts) = &task.artifacts else { return };
+        for (index, artifact) in artifacts.iter().enumerate() {
+            let Ok(index) = u32::try_from(index) else { return };
+            let last = self.kept.iter_mut().rev().find(|kept| match kept {
+                Kept::Artifact { artifact: a, .. } => a.artifact_id == artifact.artifact_id,
+                Kept::TaskArtifact { index: i, .. } => *i == index,
+                _ => false,
+            });
+            let Some(kept) = last else { continue };
+            if let Kept::Artifact { artifact: a, append: false, last_chunk, metadata } = kept {
+                if **a == *artifact {
+                    *kept = Kept::TaskArtifact { index, last_chunk: *last_chunk, metadata: metadata.take() };
+                }
+            }
         }
     }
 
@@ -98,6 +127,18 @@ impl Kept {
                     context_id,
                     artifact: Artifact::clone(artifact),
                     append: *append,
+                    last_chunk: *last_chunk,
+                    metadata: metadata.as_deref().cloned(),
+                })
+            }
+            Kept::TaskArtifact { index, last_chunk, metadata } => {
+                let artifact = task.artifacts.as_ref().and_then(|a| a.get(*index as usize)).cloned();
+                let artifact = artifact.unwrap_or_else(|| Artifact::new(Vec::new()));
+                StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                    task_id,
+                    context_id,
+                    artifact,
+                    append: false,
                     last_chunk: *last_chunk,
                     metadata: metadata.as_deref().cloned(),
                 })
@@ -157,5 +198,40 @@ mod tests {
         assert!(log.after(9, &task).is_empty());
         assert!(log.bytes() > 0);
         assert!(std::mem::size_of::<Kept>() <= 48, "{}", std::mem::size_of::<Kept>());
+    }
+
+    #[test]
+    fn a_settled_log_gives_the_same_events_without_copies_of_the_final_artifacts() {
+        let mut task = crate::ports::TaskRecord::for_test("t", TaskState::Completed).task;
+        let update = |artifact: Artifact, append: bool| {
+            StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                task_id: task.id.clone(),
+                context_id: task.context_id.clone(),
+                artifact,
+                append,
+                last_chunk: true,
+                metadata: None,
+            })
+        };
+        let named = |id: &str, text: &str| Artifact { artifact_id: id.into(), ..Artifact::new(vec![Part::text(text)]) };
+        let events = vec![
+            update(named("a", "first"), false),
+            update(named("a", "final"), false),
+            update(named("b", "whole"), false),
+            update(named("c", "start"), false),
+            update(named("c", "-more"), true),
+        ];
+        let committed: Vec<EventRecord> =
+            events.into_iter().zip(1..).map(|(event, seq)| EventRecord { seq, event }).collect();
+        let mut c = named("c", "start");
+        c.parts.push(Part::text("-more"));
+        task.artifacts = Some(vec![named("a", "final"), named("b", "whole"), c]);
+        let mut log = EventLog::default();
+        log.append(&committed, &task);
+        log.settle(&task);
+        assert_eq!(log.after(0, &task), committed);
+        let shared = log.kept.iter().filter(|k| matches!(k, Kept::TaskArtifact { .. })).count();
+        // "a"'s last update and "b"'s: "a"'s first is not the final one, "c" ends with an append.
+        assert_eq!(shared, 2);
     }
 }

@@ -71,6 +71,7 @@ impl Entry {
     /// Applies a mutation in place (one that fails leaves the record as it was, see [`Mutation`])
     /// and logs the events it produced.
     fn apply(&mut self, adds: usize, mutate: Mutation<'_>) -> Result<Vec<EventRecord>> {
+        let was_terminal = self.record.state().is_terminal();
         let produced = mutate(&mut self.record)?;
         let record = &mut self.record;
         record.version += 1;
@@ -82,6 +83,10 @@ impl Entry {
         let bit_length = |n: usize| usize::BITS - n.leading_zeros();
         let logged = self.events.len();
         self.events.append(&committed, &record.task);
+        if record.state().is_terminal() && !was_terminal {
+            // A task in a terminal state takes no further events: its artifacts are final.
+            self.events.settle(&record.task);
+        }
         if record.state().is_terminal() || bit_length(self.events.len()) != bit_length(logged) {
             self.task_bytes = task_size(&record.task);
         } else {
