@@ -44,7 +44,7 @@ pub struct TurnKey {
     /// The run that took this turn, where runners claim turns before starting the agent (a queue
     /// that may hand one job to two consumers at once: see [`crate::runner::Runner::claiming_turns`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claimed_by: Option<String>,
+    pub claimed_by: Option<Box<str>>,
 }
 
 /// A digest of a request's content (the first 16 bytes of a SHA-256): held as bytes, written (in

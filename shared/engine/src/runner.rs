@@ -194,7 +194,7 @@ impl Runner {
                 }
                 match rec.turn.as_mut() {
                     Some(key) if key.claimed_by.is_none() => {
-                        key.claimed_by = Some(run.clone());
+                        key.claimed_by = Some(run.as_str().into());
                         Ok(Vec::new())
                     }
                     _ => Err(taken()),

@@ -84,13 +84,15 @@ impl EventLog {
         }
     }
 
-    /// The events with `seq > after`, as they were committed to `task`.
-    pub fn after(&self, after: u64, task: &Task) -> Vec<EventRecord> {
+    /// The events with `seq > after`, as they were committed to the task with these `ids` (its id
+    /// and context id), which is now `task` (whose own ids may be left out: only its artifacts are
+    /// read).
+    pub fn after(&self, after: u64, ids: (&str, &str), task: &Task) -> Vec<EventRecord> {
         let start = usize::try_from(after).unwrap_or(usize::MAX).min(self.kept.len());
         self.kept[start..]
             .iter()
             .zip(start as u64 + 1..)
-            .map(|(kept, seq)| EventRecord { seq, event: kept.event(task) })
+            .map(|(kept, seq)| EventRecord { seq, event: kept.event(ids, task) })
             .collect()
     }
 }
@@ -112,8 +114,8 @@ impl Kept {
         }
     }
 
-    fn event(&self, task: &Task) -> StreamResponse {
-        let (task_id, context_id) = (task.id.clone(), task.context_id.clone());
+    fn event(&self, (task_id, context_id): (&str, &str), task: &Task) -> StreamResponse {
+        let (task_id, context_id) = (task_id.to_owned(), context_id.to_owned());
         match self {
             Kept::Status { status, metadata } => StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
                 task_id,
@@ -193,9 +195,9 @@ mod tests {
         let mut log = EventLog::default();
         log.append(&committed[..2], &task);
         log.append(&committed[2..], &task);
-        assert_eq!(log.after(0, &task), committed);
-        assert_eq!(log.after(3, &task), committed[3..]);
-        assert!(log.after(9, &task).is_empty());
+        assert_eq!(log.after(0, (&task.id, &task.context_id), &task), committed);
+        assert_eq!(log.after(3, (&task.id, &task.context_id), &task), committed[3..]);
+        assert!(log.after(9, (&task.id, &task.context_id), &task).is_empty());
         assert!(log.bytes() > 0);
         assert!(std::mem::size_of::<Kept>() <= 48, "{}", std::mem::size_of::<Kept>());
     }
@@ -229,7 +231,7 @@ mod tests {
         let mut log = EventLog::default();
         log.append(&committed, &task);
         log.settle(&task);
-        assert_eq!(log.after(0, &task), committed);
+        assert_eq!(log.after(0, (&task.id, &task.context_id), &task), committed);
         let shared = log.kept.iter().filter(|k| matches!(k, Kept::TaskArtifact { .. })).count();
         // "a"'s last update and "b"'s: "a"'s first is not the final one, "c" ends with an append.
         assert_eq!(shared, 2);

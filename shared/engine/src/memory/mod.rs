@@ -3,6 +3,7 @@
 //! queue.
 
 mod hub;
+mod lean;
 mod log;
 mod store;
 

@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use parking_lot::{Mutex, RwLock};
 
+use super::lean::Lean;
 use super::log::EventLog;
 use crate::admission::{self, Occupancy, OverShare, Placement, Shares, StoreLimits, SMALL_EVENT};
 use crate::page_token::PageTokens;
@@ -38,9 +39,13 @@ const SWEEP_EVERY_SECS: i64 = 60;
 const PRESIZED_TASKS: usize = 1 << 20;
 
 struct Entry {
+    /// Once the task has ended, without the copies of the ids its placement holds (`lean` says what
+    /// was taken): read it through [`Entry::record`].
     record: TaskRecord,
+    lean: Option<Lean>,
     events: EventLog,
-    configs: Vec<TaskPushNotificationConfig>,
+    /// Boxed slice, not a vector: most tasks have none, and a change of them is rare.
+    configs: Box<[TaskPushNotificationConfig]>,
     /// What the task counts for: counted when created, when it ends and when its log reaches a
     /// power of two events, and in between grown by what each update said it may add. So an
     /// update costs O(event), not O(task), and the count stays exact where it matters: for the
@@ -53,13 +58,60 @@ struct Entry {
 
 impl Entry {
     fn new(record: TaskRecord) -> Self {
-        Self {
+        let mut entry = Self {
             placement: placement(&record),
             task_bytes: task_size(&record.task),
             record,
+            lean: None,
             events: EventLog::default(),
-            configs: Vec::new(),
+            configs: Box::default(),
             removed: false,
+        };
+        entry.lean_if_ended();
+        entry
+    }
+
+    /// The task's record, whole.
+    fn record(&self) -> TaskRecord {
+        let mut record = self.record.clone();
+        if let Some(lean) = &self.lean {
+            lean.restore(&mut record, &self.placement);
+        }
+        record
+    }
+
+    /// The task's id and context id.
+    fn ids(&self) -> (&str, &str) {
+        (&self.placement.key.1, &self.placement.context)
+    }
+
+    /// A list entry: the record without its history and artifacts (a page never copies contents;
+    /// `hydrate` gives the full record).
+    fn summary(&self) -> TaskRecord {
+        let (r, (id, context_id)) = (&self.record, self.ids());
+        let mut status = r.task.status.clone();
+        if let (Some(lean), Some(message)) = (&self.lean, status.message.as_deref_mut()) {
+            lean.status_message(message, &self.placement);
+        }
+        let task = Task {
+            id: id.to_owned(),
+            context_id: context_id.to_owned(),
+            status,
+            artifacts: None,
+            history: Vec::new(),
+            metadata: r.task.metadata.clone(),
+        };
+        let mut turn = r.turn.clone();
+        if let (Some(lean), Some(turn)) = (&self.lean, turn.as_mut()) {
+            lean.turn(turn, &r.task.history);
+        }
+        TaskRecord { task, owner: self.placement.owner.to_string(), turn, ..*r }
+    }
+
+    /// An ended task's record is held without copies of its ids (see [`Lean`]).
+    fn lean_if_ended(&mut self) {
+        if self.lean.is_none() && self.record.state().is_terminal() {
+            self.lean = Some(Lean::strip(&mut self.record, &self.placement));
         }
     }
 
@@ -71,6 +123,15 @@ impl Entry {
     /// Applies a mutation in place (one that fails leaves the record as it was, see [`Mutation`])
     /// and logs the events it produced.
     fn apply(&mut self, adds: usize, mutate: Mutation<'_>) -> Result<Vec<EventRecord>> {
+        if let Some(lean) = self.lean.take() {
+            lean.restore(&mut self.record, &self.placement);
+        }
+        let applied = self.apply_whole(adds, mutate);
+        self.lean_if_ended();
+        applied
+    }
+
+    fn apply_whole(&mut self, adds: usize, mutate: Mutation<'_>) -> Result<Vec<EventRecord>> {
         let was_terminal = self.record.state().is_terminal();
         let produced = mutate(&mut self.record)?;
         let record = &mut self.record;
@@ -205,11 +266,11 @@ impl MemoryStore {
         self.bytes.fetch_sub(size, Ordering::Relaxed);
         if let Some(first) = entry.record.task.history.first() {
             let mut claims = self.claims.lock();
-            if let Some(mine) = claims.get_mut(entry.record.owner.as_str()) {
+            if let Some(mine) = claims.get_mut(entry.placement.owner.as_ref()) {
                 if mine.get(&first.message_id).is_some_and(|t| t.as_ref() == task_id) {
                     mine.remove(&first.message_id);
                     if mine.is_empty() {
-                        claims.remove(entry.record.owner.as_str());
+                        claims.remove(entry.placement.owner.as_ref());
                     }
                 }
             }
@@ -302,20 +363,6 @@ impl MemoryStore {
         }
         expire.filter(|id| id.as_ref() != entry.placement.key.1.as_ref())
     }
-
-    /// A list entry: the record without its history and artifacts (a page never copies contents;
-    /// `hydrate` gives the full record).
-    fn summary(r: &TaskRecord) -> TaskRecord {
-        let task = Task {
-            id: r.task.id.clone(),
-            context_id: r.task.context_id.clone(),
-            status: r.task.status.clone(),
-            artifacts: None,
-            history: Vec::new(),
-            metadata: r.task.metadata.clone(),
-        };
-        TaskRecord { task, owner: r.owner.clone(), turn: r.turn.clone(), ..*r }
-    }
 }
 
 #[async_trait]
@@ -359,7 +406,7 @@ impl TaskStore for MemoryStore {
     }
 
     async fn load(&self, task_id: &str) -> Result<Option<TaskRecord>> {
-        Ok(self.entry(task_id).map(|e| e.lock().record.clone()))
+        Ok(self.entry(task_id).map(|e| e.lock().record()))
     }
 
     async fn update(&self, task_id: &str, adds: usize, mutate: Mutation<'_>) -> Result<Committed> {
@@ -411,7 +458,7 @@ impl TaskStore for MemoryStore {
             return Ok(Vec::new());
         };
         let entry = entry.lock();
-        Ok(entry.events.after(after, &entry.record.task))
+        Ok(entry.events.after(after, entry.ids(), &entry.record.task))
     }
 
     async fn list(&self, query: &TaskQuery) -> Result<TaskPage> {
@@ -433,8 +480,7 @@ impl TaskStore for MemoryStore {
             (true, Some(last)) => seal_cursor(&self.tokens, last, total_size),
             _ => String::new(),
         };
-        let records =
-            keys.iter().filter_map(|(_, id)| self.entry(id)).map(|e| Self::summary(&e.lock().record)).collect();
+        let records = keys.iter().filter_map(|(_, id)| self.entry(id)).map(|e| e.lock().summary()).collect();
         Ok(TaskPage { records, next_page_token, total_size })
     }
 
@@ -451,7 +497,11 @@ impl PushConfigStore for MemoryStore {
         let counted = entry.size();
         match entry.configs.iter_mut().find(|c| c.id == config.id) {
             Some(existing) => *existing = config,
-            None => entry.configs.push(config),
+            None => {
+                let mut configs = std::mem::take(&mut entry.configs).into_vec();
+                configs.push(config);
+                entry.configs = configs.into_boxed_slice();
+            }
         }
         // A config changes no state: nothing is over a share that was not before.
         let _ = self.settle(&mut entry, counted);
@@ -463,14 +513,18 @@ impl PushConfigStore for MemoryStore {
     }
 
     async fn list(&self, task_id: &str) -> Result<Vec<TaskPushNotificationConfig>> {
-        Ok(self.entry(task_id).map(|e| e.lock().configs.clone()).unwrap_or_default())
+        Ok(self.entry(task_id).map(|e| e.lock().configs.to_vec()).unwrap_or_default())
     }
 
     async fn delete(&self, task_id: &str, id: &str) -> Result<()> {
         if let Some(entry) = self.entry(task_id) {
             let mut entry = entry.lock();
             let counted = entry.size();
-            entry.configs.retain(|c| c.id != id);
+            if entry.configs.iter().any(|c| c.id == id) {
+                let mut configs = std::mem::take(&mut entry.configs).into_vec();
+                configs.retain(|c| c.id != id);
+                entry.configs = configs.into_boxed_slice();
+            }
             let _ = self.settle(&mut entry, counted);
         }
         Ok(())
@@ -561,7 +615,7 @@ mod tests {
         let exact = |store: &MemoryStore| {
             let entry = store.entry("t").unwrap();
             let entry = entry.lock();
-            (entry.task_bytes, task_size(&entry.record.task), entry.size())
+            (entry.task_bytes, task_size(&entry.record().task), entry.size())
         };
         let answer = Artifact::new(vec![Part::text("You said:")]);
         for i in 0..100 {
