@@ -19,6 +19,7 @@
 //!   (final chunk) and connections get a grace period.
 
 mod body;
+mod coalesce;
 pub mod io;
 
 use std::convert::Infallible;
@@ -352,7 +353,7 @@ fn to_hyper(response: http::Response<Body>, shutdown: &CancellationToken) -> hyp
         Body::Full(b) => Full::new(b).boxed_unsync(),
         Body::Sse(stream) => {
             let stop = shutdown.clone().cancelled_owned();
-            let frames = stream.take_until(stop).map(|b| Ok::<_, Infallible>(Frame::data(b)));
+            let frames = coalesce::Coalesce::new(stream).take_until(stop).map(|b| Ok::<_, Infallible>(Frame::data(b)));
             BodyExt::boxed_unsync(StreamBody::new(frames))
         }
     };
