@@ -4,10 +4,13 @@ Selenium through chromedriver, against a2a-local on loopback with the Python exa
 card. Each step saves a screenshot into $A2A_TEST_LOGS/playground/. Also: a second agent (the
 official a2a-sdk server, tests/cli/sdk_agent.py) through the relay, and the relay's refusals."""
 
+import http.client
+import http.server
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -436,3 +439,72 @@ def test_files_and_data_parts_are_rendered(browser, shots):
         p.shot("parts")
     finally:
         stop(proc, agent)
+
+
+class _StagePrefix(http.server.BaseHTTPRequestHandler):
+    """Serves the host under /stage, as API Gateway's REST API serves a stage: the prefix is taken
+    off before the host sees the path, and a path outside it is refused. Streams pass through."""
+
+    upstream = ("127.0.0.1", 0)
+    seen = []  # the paths asked, as they came
+
+    def _forward(self):
+        self.seen.append(self.path)
+        if not self.path.startswith("/stage/") and self.path != "/stage":
+            self.send_error(403, "outside the stage")
+            return
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        skip = {"content-length", "connection", "transfer-encoding"}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in skip}
+        conn = http.client.HTTPConnection(*self.upstream, timeout=WAIT)
+        conn.request(self.command, self.path[len("/stage"):] or "/", body=body or None, headers=headers)
+        answer = conn.getresponse()
+        self.send_response(answer.status)
+        for k, v in answer.getheaders():
+            if k.lower() not in skip:
+                self.send_header(k, v)
+        self.send_header("connection", "close")
+        self.end_headers()
+        while chunk := answer.read1(65536):
+            self.wfile.write(chunk)
+            self.wfile.flush()
+        conn.close()
+
+    do_GET = do_POST = do_HEAD = _forward
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def staged(host):
+    port = int(host.rsplit(":", 1)[1])
+    handler = type("Handler", (_StagePrefix,), {"upstream": ("127.0.0.1", port), "seen": []})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", free_port()), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler.seen
+    server.shutdown()
+
+
+def test_the_page_works_under_a_path_prefix(browser, staged, shots):
+    """Behind a path prefix (an API Gateway stage) the page finds its API, the agent that serves it,
+    that agent's card and the keys that sign it under the prefix, and chats."""
+    staged, seen = staged
+    p = Page(browser, shots)
+    browser.get(f"{staged}/stage/playground")
+    p.until("the page, redirected under the prefix", lambda: browser.current_url == f"{staged}/stage/playground/")
+    assert p.by("#agent-url").get_attribute("value") == f"{staged}/stage"
+    p.until("the card report", lambda: p.by("#card-report").is_displayed())
+    assert p.text("#card-v1") == "1.0: complete"
+    p.until("the signature check", lambda: p.text("#card-signature").startswith("signature verified"))
+    assert "es256" in p.text("#card-signature")
+    # The card and its keys were read under the prefix (the card names this host's own URL, so the
+    # chat itself may go there directly).
+    assert {"/stage/.well-known/agent-card.json", "/stage/.well-known/jwks.json"} <= set(seen), seen
+    # Nothing of the page's own reached outside the prefix (the browser asks for /favicon.ico itself).
+    assert not [path for path in seen if not path.startswith("/stage") and path != "/favicon.ico"], seen
+    p.tab("chat")
+    p.send("under a prefix")
+    p.until("the task completing", lambda: p.state() == "completed")
+    assert p.artifact() == "You said: under a prefix"
+    p.shot("under-a-prefix")

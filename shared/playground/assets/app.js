@@ -2,6 +2,12 @@
 // (POST /playground/api/relay), which reaches the agent without CORS and without storing anything.
 // Credentials live in this page's memory only.
 
+// The page's API and the agent that serves it are found from where the page is, not from the root:
+// behind a path prefix (an API Gateway REST API's stage) the page works as it does at /playground/.
+const PAGE = new URL("./", location.href);
+const api = (path) => new URL(`api/${path}`, PAGE).href;
+const HOME = new URL("../", PAGE).href.replace(/\/$/, "");
+
 const $ = (id) => document.getElementById(id);
 const state = {
   base: "", card: null, report: null, token: "", rpcId: 0,
@@ -65,7 +71,7 @@ $("get-token").addEventListener("click", async () => {
   let answer;
   if (thisHost()) {
     // This host's own token URL: asked without credentials for this host (the page has none yet).
-    const asked = await fetch("/playground/api/token", {
+    const asked = await fetch(api("token"), {
       method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ tokenUrl: $("token-url").value, form: form.toString() }),
     });
     answer = { ok: asked.ok, status: asked.status, json: () => asked.json() };
@@ -118,7 +124,7 @@ function curl(entry) {
 async function relay(method, url, headers, body, opts = {}) {
   const entry = { method, url, headers, body: opts.secret ? "(form with credentials, not shown)" : body, cli: opts.cli };
   const log = logCall(entry);
-  const answer = await fetch("/playground/api/relay", {
+  const answer = await fetch(api("relay"), {
     method: "POST",
     headers: { "Content-Type": "application/json", ...credentialHeadersForHost() },
     body: JSON.stringify({ url, method, headers, body: body ?? null }),
@@ -131,7 +137,7 @@ async function relay(method, url, headers, body, opts = {}) {
 }
 // The relay itself is this host's API: it takes this host's credentials when the agent is this host.
 function thisHost() {
-  try { return new URL(state.base || location.origin).origin === location.origin; } catch { return false; }
+  try { return new URL(state.base || HOME).origin === location.origin; } catch { return false; }
 }
 function credentialHeadersForHost() {
   return thisHost() ? credentialHeaders() : {};
@@ -222,7 +228,7 @@ async function connect(url) {
   state.base = url.replace(/\/$/, "");
   $("card-state").textContent = "Reading the card…";
   $("card-report").hidden = true;
-  const answer = await fetch("/playground/api/card", {
+  const answer = await fetch(api("card"), {
     method: "POST", headers: { "Content-Type": "application/json", ...credentialHeadersForHost() }, body: JSON.stringify({ url: state.base }),
   });
   const report = await answer.json();
@@ -450,8 +456,8 @@ $("next-page").addEventListener("click", () => listTasks(state.nextPageToken));
 
 // ---- push ---------------------------------------------------------------------------------------
 $("new-catcher").addEventListener("click", async () => {
-  const answer = await fetch("/playground/api/catchers", {
-    method: "POST", headers: { "Content-Type": "application/json", ...credentialHeadersForHost() }, body: JSON.stringify({ agent: state.base || location.origin }),
+  const answer = await fetch(api("catchers"), {
+    method: "POST", headers: { "Content-Type": "application/json", ...credentialHeadersForHost() }, body: JSON.stringify({ agent: state.base || HOME }),
   });
   const made = await answer.json();
   if (!answer.ok) return ($("push-state").textContent = made.error?.message || `HTTP ${answer.status}`);
@@ -464,7 +470,7 @@ $("new-catcher").addEventListener("click", async () => {
 async function watch(id) {
   state.watch?.abort();
   state.watch = new AbortController();
-  const answer = await fetch(`/playground/api/catchers/${id}/deliveries`, { headers: credentialHeadersForHost(), signal: state.watch.signal });
+  const answer = await fetch(api(`catchers/${id}/deliveries`), { headers: credentialHeadersForHost(), signal: state.watch.signal });
   const reader = answer.body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   for (;;) {
@@ -506,7 +512,7 @@ $("register-form").addEventListener("submit", async (e) => {
 $("clear-console").addEventListener("click", () => $("console").replaceChildren());
 
 // ---- start --------------------------------------------------------------------------------------
-const start = new URLSearchParams(location.search).get("agent") || location.origin;
+const start = new URLSearchParams(location.search).get("agent") || HOME;
 $("agent-url").value = start;
 showCredentials();
 connect(start).catch((err) => ($("card-state").textContent = `Cannot read the card: ${err.message}`));

@@ -43,13 +43,32 @@ pub async fn card(relay: &Relay, body: &[u8]) -> HttpResponse {
     }
 }
 
+/// Where an agent at `base` may have its card: under `base`'s own path first when it has one (an
+/// agent behind a path prefix, such as an API Gateway stage; the SDKs' card resolvers look there),
+/// then at its origin's root (RFC 8615).
+fn card_urls(base: &url::Url) -> Result<Vec<url::Url>> {
+    let prefix = base.path().trim_end_matches('/');
+    let mut urls = Vec::new();
+    for path in [WELL_KNOWN_PATH, LEGACY_WELL_KNOWN_PATH] {
+        if !prefix.is_empty() {
+            let mut under = base.clone();
+            under.set_path(&format!("{prefix}{path}"));
+            under.set_query(None);
+            urls.push(under);
+        }
+    }
+    for path in [WELL_KNOWN_PATH, LEGACY_WELL_KNOWN_PATH] {
+        urls.push(base.join(path).map_err(|e| A2aError::invalid_field("url", e))?);
+    }
+    Ok(urls)
+}
+
 async fn report(relay: &Relay, body: &[u8]) -> Result<Value> {
     let ask: Ask = crate::parse(body)?;
     let base = relay.check(&ask.url, "url")?;
     let mut tried = Vec::new();
     let mut found = None;
-    for path in [WELL_KNOWN_PATH, LEGACY_WELL_KNOWN_PATH] {
-        let url = base.join(path).map_err(|e| A2aError::invalid_field("url", e))?;
+    for url in card_urls(&base)? {
         match crate::fetch_json(relay.client(), url.as_str(), &[("a2a-version", "1.0")]).await {
             Ok(card) => {
                 found = Some((url, card));
@@ -155,7 +174,8 @@ async fn signature(client: &reqwest::Client, card_url: &url::Url, card: &Value) 
         .find(same_origin);
     let jwks_url = match jku {
         Some(jku) => jku,
-        None => match card_url.join(JWKS_PATH) {
+        // Beside the card: at the root, or under the path prefix the card was found under.
+        None => match card_url.join(JWKS_PATH.trim_start_matches("/.well-known/")) {
             Ok(url) => url,
             Err(e) => return json!({"status": "failed", "detail": e.to_string()}),
         },
@@ -167,5 +187,33 @@ async fn signature(client: &reqwest::Client, card_url: &url::Url, card: &Value) 
     match a2a_signing::card::verify(card, &keys) {
         Ok(v) => json!({"status": "verified", "jwksUrl": jwks_url.as_str(), "kid": v.kid, "alg": v.alg}),
         Err(why) => json!({"status": "failed", "jwksUrl": jwks_url.as_str(), "detail": why}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_card_is_looked_for_under_the_base_path_first_then_at_the_root() {
+        let urls = |base: &str| -> Vec<String> {
+            card_urls(&url::Url::parse(base).unwrap()).unwrap().iter().map(|u| u.to_string()).collect()
+        };
+        assert_eq!(
+            urls("https://agent.example/"),
+            ["https://agent.example/.well-known/agent-card.json", "https://agent.example/.well-known/agent.json"]
+        );
+        assert_eq!(
+            urls("https://api.example/a2a/?x=1"),
+            [
+                "https://api.example/a2a/.well-known/agent-card.json",
+                "https://api.example/a2a/.well-known/agent.json",
+                "https://api.example/.well-known/agent-card.json",
+                "https://api.example/.well-known/agent.json",
+            ]
+        );
+        let card = url::Url::parse("https://api.example/a2a/.well-known/agent-card.json").unwrap();
+        let jwks = card.join(JWKS_PATH.trim_start_matches("/.well-known/")).unwrap();
+        assert_eq!(jwks.as_str(), "https://api.example/a2a/.well-known/jwks.json", "the keys beside the card");
     }
 }

@@ -104,7 +104,8 @@ impl Routes for Playground {
             }
         }
         match (method, segments.as_slice()) {
-            (&Method::GET | &Method::HEAD, [""]) if path == PREFIX => redirect(&format!("{PREFIX}/")),
+            // Relative, so that it stays under a path prefix the host does not see (a REST API's stage).
+            (&Method::GET | &Method::HEAD, [""]) if path == PREFIX => redirect("playground/"),
             (&Method::GET | &Method::HEAD, [file]) => assets::serve(file, &parts.headers),
             (_, ["hooks", _] | ["api", "catchers", ..]) if !self.catchers_served => rest_error(&A2aError::new(
                 ErrorKind::UnsupportedOperation,
