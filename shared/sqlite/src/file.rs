@@ -163,10 +163,12 @@ pub(crate) fn open_writer(db: &Path, durability: Durability, max_bytes: Option<u
     // The writer checkpoints after a commit that leaves the WAL past CHECKPOINT_PAGES: between
     // two commits, so the checkpoint completes and the next commit starts the WAL over (a
     // checkpoint running beside a stream of commits never catches up, and the WAL would grow
-    // without end).
+    // without end). The writer's page cache is small (2 MiB): it works on the right edges of the
+    // B-trees, and SQLite scans the cache's whole hash table at the end of every transaction (1.5%
+    // of a2a-local's CPU under blocking sends with 16 MiB, 0.2% with 2 MiB; readers keep 8 MiB).
     conn.execute_batch(&format!(
         "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = OFF; PRAGMA busy_timeout = 5000;
-         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16384; PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES};
+         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -2048; PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES};
          PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};"
     ))
     .map_err(|e| db_error("open", e))?;
