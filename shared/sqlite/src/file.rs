@@ -38,6 +38,16 @@ pub enum Durability {
     Power,
 }
 
+impl Durability {
+    /// SQLite's `synchronous` setting for it.
+    fn synchronous(self) -> &'static str {
+        match self {
+            Durability::Process => "NORMAL",
+            Durability::Power => "FULL",
+        }
+    }
+}
+
 /// Each schema version's migration, in order: version n is `MIGRATIONS[n - 1]`.
 const MIGRATIONS: &[&str] = &[
     // 1: tasks, their history, events and push configs; the queues' rows. A task's row number (in
@@ -156,20 +166,14 @@ pub(crate) fn open_writer(db: &Path, durability: Durability, max_bytes: Option<u
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(A2aError::internal(format!("{shown} cannot use write-ahead logging (journal_mode is {mode})")));
     }
-    let synchronous = match durability {
-        Durability::Process => "NORMAL",
-        Durability::Power => "FULL",
-    };
-    // The writer checkpoints after a commit that leaves the WAL past CHECKPOINT_PAGES: between
-    // two commits, so the checkpoint completes and the next commit starts the WAL over (a
-    // checkpoint running beside a stream of commits never catches up, and the WAL would grow
-    // without end). The writer's page cache is small (2 MiB): it works on the right edges of the
+    // Checkpoints run beside the writer (`checkpoint.rs`), which takes SQLite's own off when it
+    // starts. The writer's page cache is small (2 MiB): it works on the right edges of the
     // B-trees, and SQLite scans the cache's whole hash table at the end of every transaction (1.5%
     // of a2a-local's CPU under blocking sends with 16 MiB, 0.2% with 2 MiB; readers keep 8 MiB).
     conn.execute_batch(&format!(
-        "PRAGMA synchronous = {synchronous}; PRAGMA foreign_keys = OFF; PRAGMA busy_timeout = 5000;
-         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -2048; PRAGMA wal_autocheckpoint = {CHECKPOINT_PAGES};
-         PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};"
+        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF; PRAGMA busy_timeout = 5000;
+         PRAGMA temp_store = MEMORY; PRAGMA cache_size = -2048; PRAGMA journal_size_limit = {WAL_SIZE_LIMIT};",
+        durability.synchronous()
     ))
     .map_err(|e| db_error("open", e))?;
     conn.set_prepared_statement_cache_capacity(STATEMENTS);
@@ -219,12 +223,19 @@ pub(crate) fn open_reader(db: &Path) -> Result<Connection> {
     Ok(conn)
 }
 
+/// The connection that checkpoints the WAL into the file: synced as the writer is, since a
+/// checkpoint's syncs are what keep the file whole through a power cut.
+pub(crate) fn open_checkpointer(db: &Path, durability: Durability) -> Result<Connection> {
+    let conn = Connection::open(db).map_err(|e| db_error("open the checkpointer", e))?;
+    conn.execute_batch(&format!("PRAGMA synchronous = {}; PRAGMA busy_timeout = 5000;", durability.synchronous()))
+        .map_err(|e| db_error("open the checkpointer", e))?;
+    Ok(conn)
+}
+
 /// Statements each connection keeps prepared: more than the store uses, so none is parsed twice.
 const STATEMENTS: usize = 128;
 /// The WAL file is cut back to this once checkpointed (bytes).
 const WAL_SIZE_LIMIT: u64 = 64 << 20;
-/// WAL pages after which a commit is followed by a checkpoint (SQLite's default).
-const CHECKPOINT_PAGES: u32 = 1000;
 
 /// The secret that seals ListTasks page tokens, kept in the file so that tokens outlive a restart.
 pub(crate) fn page_token_key(conn: &Connection) -> Result<Vec<u8>> {

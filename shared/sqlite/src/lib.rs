@@ -5,7 +5,7 @@
 //! - [`file`]: the data directory, its lock (one process per directory), the schema and its
 //!   migrations, the durability setting.
 //! - `writer`: one writing connection on its own thread, committing in groups; readers on the
-//!   callers' threads.
+//!   callers' threads; `checkpoint`: the WAL copied into the file beside the writer.
 //! - [`SqliteStore`]: [`TaskStore`](a2a_engine::ports::TaskStore) and
 //!   [`PushConfigStore`](a2a_engine::ports::PushConfigStore) (`rows`: how a task sits in the file;
 //!   `list`: ListTasks on indexes; `catalog`: the limits and each principal's share, the memory
@@ -14,6 +14,7 @@
 //!   the same file; what was waiting at a crash is done after the restart.
 
 mod catalog;
+mod checkpoint;
 mod error;
 pub mod file;
 mod list;
@@ -94,7 +95,7 @@ pub async fn open(options: SqliteOptions) -> Result<Opened> {
     let tokens = PageTokens::new(file::page_token_key(&conn)?);
     let catalog = load_catalog(&conn, options.limits)?;
     let tasks = catalog.len();
-    let writer = writer::Writer::start(conn)?;
+    let writer = writer::Writer::start(conn, file::open_checkpointer(&dir.db, options.durability)?)?;
     let readers = writer::Readers::new(dir.db.clone());
     let store = Arc::new(SqliteStore::new(writer, readers, catalog, tokens, options.retention, dir));
     let (work, jobs) = SqliteWorkQueue::new(store.clone());

@@ -278,10 +278,10 @@ impl PushLedger for Ledger {
 
     async fn settled(&self, id: i64, outcome: Settled) {
         let recorded = self.store.writer.run("record a webhook delivery", move |conn| {
-            let (state, reason) = match outcome {
+            let (state, reason) = match &outcome {
                 Settled::Delivered => ("delivered", None),
-                Settled::Refused(why) => ("refused", Some(why)),
-                Settled::Dead(why) => ("dead", Some(why)),
+                Settled::Refused(why) => ("refused", Some(why.as_str())),
+                Settled::Dead(why) => ("dead", Some(why.as_str())),
             };
             // A delivered row keeps only its key (it says the event went out); a refused or dead
             // one keeps what it was, for the operator. A row of a task gone since leaves.

@@ -277,7 +277,7 @@ impl SqliteStore {
         &self,
         task_id: &str,
         what: &'static str,
-        change: impl FnOnce(&Connection, i64, usize) -> Result<Option<usize>> + Send + 'static,
+        mut change: impl FnMut(&Connection, i64, usize) -> Result<Option<usize>> + Send + 'static,
     ) -> Result<()> {
         let slot = self.slot(task_id);
         let result = async {

@@ -2,9 +2,10 @@
 //!
 //! Every change goes through one connection on one thread, which commits whatever queued up while
 //! the previous commit ran as one transaction (group commit: under load one commit, and with
-//! `synchronous = FULL` one fsync, serves many requests). Each change runs in its own savepoint, so
-//! a change that fails is undone alone; its caller hears back only once the transaction holding it
-//! is committed, so an acknowledged change is in the file. Readers read committed data only (WAL: a
+//! `synchronous = FULL` one fsync, serves many requests). A change that fails is undone alone (the
+//! batch runs again with a savepoint per change); its caller hears back only once the transaction
+//! holding it is committed, so an acknowledged change is in the file. Checkpoints run beside the
+//! writer ([`crate::checkpoint`]). Readers read committed data only (WAL: a
 //! reader never waits for the writer), on the caller's thread: a read is a few B-tree lookups.
 
 use std::panic::AssertUnwindSafe;
@@ -15,22 +16,57 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::oneshot;
 
+use crate::checkpoint::Checkpointer;
 use crate::error::db_error;
 use a2a_protocol::error::{A2aError, Result};
 
-/// A change: runs inside the batch's transaction (or is skipped) and returns what to tell its
-/// caller once that transaction is committed (or is not).
-type Change = Box<dyn FnOnce(Step<'_>) -> Reply + Send>;
-type Reply = Box<dyn FnOnce(Result<()>) + Send>;
-
-/// What the writer does with a change.
-enum Step<'a> {
-    /// Run it; when it fails in a way that ended the whole transaction (SQLite rolls back on its
-    /// own after, for one, a full disk), say why in `aborted`.
-    Run(&'a Connection, &'a mut Option<A2aError>),
-    /// It cannot run (no transaction could be opened): tell the caller why.
-    Skip(A2aError),
+/// A change waiting for its transaction: run (more than once if the batch it is in is run
+/// again), then told how its transaction ended.
+trait Pending: Send {
+    /// Runs the change, keeping its outcome (in place of an earlier run's); whether it succeeded.
+    fn run(&mut self, conn: &Connection) -> bool;
+    /// Why its last run failed.
+    fn failure(&self) -> Option<A2aError>;
+    /// Tells the caller the change's outcome, or `committed`'s error.
+    fn reply(self: Box<Self>, committed: Result<()>);
 }
+
+/// A change with the caller's reply.
+struct Call<T, F, R> {
+    what: &'static str,
+    change: F,
+    outcome: Option<Result<T>>,
+    reply: R,
+}
+
+impl<T, F, R> Pending for Call<T, F, R>
+where
+    T: Send,
+    F: FnMut(&Connection) -> Result<T> + Send,
+    R: FnOnce(Result<T>) + Send,
+{
+    fn run(&mut self, conn: &Connection) -> bool {
+        let what = self.what;
+        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| (self.change)(conn))).unwrap_or_else(|_| {
+            tracing::error!(operation = what, "a change to the store panicked; undone");
+            Err(A2aError::internal(format!("storage failure ({what})")))
+        });
+        let ok = outcome.is_ok();
+        self.outcome = Some(outcome);
+        ok
+    }
+
+    fn failure(&self) -> Option<A2aError> {
+        self.outcome.as_ref().and_then(|o| o.as_ref().err().cloned())
+    }
+
+    fn reply(self: Box<Self>, committed: Result<()>) {
+        let Call { outcome, reply, .. } = *self;
+        reply(committed.and_then(|()| outcome.unwrap_or_else(|| Err(not_run()))));
+    }
+}
+
+type Change = Box<dyn Pending>;
 
 /// Most changes one transaction takes (a bound on the time a batch holds the writer).
 const MAX_BATCH: usize = 1024;
@@ -50,12 +86,16 @@ pub(crate) struct Writer {
 }
 
 impl Writer {
-    pub fn start(conn: Connection) -> Result<Self> {
+    /// Starts the writer on `conn`, its checkpoints on `checkpoints` (see [`crate::checkpoint`]).
+    pub fn start(mut conn: Connection, checkpoints: Connection) -> Result<Self> {
+        let checkpointer = Checkpointer::start(checkpoints)?;
+        checkpointer.watch(&mut conn)?;
         let (tx, rx) = mpsc::channel::<Change>();
         let thread = std::thread::Builder::new()
             .name("a2a-sqlite-writer".into())
             .spawn(move || {
-                commit_loop(&conn, &rx);
+                commit_loop(&conn, &rx, &checkpointer);
+                drop(checkpointer);
                 // Stopping: the WAL goes into the file, so that the file alone holds everything.
                 if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(())) {
                     tracing::warn!(error = %e, "the last checkpoint of the data file failed; the next start replays the WAL");
@@ -69,7 +109,7 @@ impl Writer {
     pub async fn run<T: Send + 'static>(
         &self,
         what: &'static str,
-        change: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+        change: impl FnMut(&Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let (tx, rx) = oneshot::channel();
         self.enqueue(what, change, move |outcome| {
@@ -80,7 +120,7 @@ impl Writer {
 
     /// Runs `change` in the next transaction without waiting for it (a job's acknowledgement: if
     /// it is lost in a crash, the job is only delivered again). A failure is logged.
-    pub fn submit(&self, what: &'static str, change: impl FnOnce(&Connection) -> Result<()> + Send + 'static) {
+    pub fn submit(&self, what: &'static str, change: impl FnMut(&Connection) -> Result<()> + Send + 'static) {
         let sent = self.enqueue(what, change, move |outcome| {
             if let Err(e) = outcome {
                 tracing::warn!(operation = what, error = %e, "a background change to the store failed");
@@ -94,22 +134,11 @@ impl Writer {
     fn enqueue<T: Send + 'static>(
         &self,
         what: &'static str,
-        change: impl FnOnce(&Connection) -> Result<T> + Send + 'static,
+        change: impl FnMut(&Connection) -> Result<T> + Send + 'static,
         reply: impl FnOnce(Result<T>) + Send + 'static,
     ) -> Result<()> {
-        let change: Change = Box::new(move |step: Step<'_>| match step {
-            Step::Run(conn, aborted) => {
-                let outcome = in_savepoint(conn, what, change);
-                if let Err(e) = &outcome {
-                    if conn.is_autocommit() {
-                        *aborted = Some(e.clone());
-                    }
-                }
-                Box::new(move |committed: Result<()>| reply(committed.and(outcome)))
-            }
-            Step::Skip(why) => Box::new(move |_| reply(Err(why))),
-        });
-        self.tx.as_ref().ok_or_else(not_run)?.send(change).map_err(|_| not_run())
+        let call: Change = Box::new(Call { what, change, outcome: None, reply });
+        self.tx.as_ref().ok_or_else(not_run)?.send(call).map_err(|_| not_run())
     }
 }
 
@@ -123,26 +152,29 @@ impl Drop for Writer {
     }
 }
 
-/// Runs one change in a savepoint: released when it succeeds, rolled back when it fails or panics.
-fn in_savepoint<T>(conn: &Connection, what: &'static str, change: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    let exec = |sql: &str| conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map_err(|e| db_error(what, e));
-    exec("SAVEPOINT change")?;
-    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| change(conn))).unwrap_or_else(|_| {
-        tracing::error!(operation = what, "a change to the store panicked; undone");
-        Err(A2aError::internal(format!("storage failure ({what})")))
+/// Runs one change in a savepoint: released when it succeeds, rolled back when it fails. `Err`:
+/// the transaction ended (SQLite rolls back on its own after, for one, a full disk; or the
+/// savepoint itself failed and the transaction was rolled back), with why.
+fn in_savepoint(conn: &Connection, change: &mut Change) -> Result<()> {
+    let exec = |sql: &str| {
+        conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(drop).map_err(|e| db_error("savepoint", e))
+    };
+    let ran = exec("SAVEPOINT change").map(|()| change.run(conn)).and_then(|ok| {
+        if conn.is_autocommit() {
+            return Err(change.failure().unwrap_or_else(not_run));
+        }
+        if !ok {
+            exec("ROLLBACK TO change")?;
+        }
+        exec("RELEASE change")
     });
-    if conn.is_autocommit() {
-        // SQLite ended the whole transaction (a full disk, an I/O error): nothing to release.
-        return outcome;
+    if ran.is_err() && !conn.is_autocommit() {
+        let _ = conn.execute_batch("ROLLBACK");
     }
-    if outcome.is_err() {
-        exec("ROLLBACK TO change")?;
-    }
-    exec("RELEASE change")?;
-    outcome
+    ran
 }
 
-fn commit_loop(conn: &Connection, rx: &mpsc::Receiver<Change>) {
+fn commit_loop(conn: &Connection, rx: &mpsc::Receiver<Change>, checkpointer: &Checkpointer) {
     while let Ok(first) = rx.recv() {
         let mut batch = Vec::with_capacity(16);
         batch.push(first);
@@ -152,40 +184,63 @@ fn commit_loop(conn: &Connection, rx: &mpsc::Receiver<Change>) {
                 Err(_) => break,
             }
         }
-        // One transaction for the batch; when SQLite ends one on its own, the changes that ran in
-        // it fail with its cause and the rest go on in a new one.
-        let mut replies: Vec<(Reply, usize)> = Vec::with_capacity(batch.len());
-        let mut ended: Vec<Result<()>> = Vec::new();
-        let mut open = begin(conn);
-        for change in batch {
-            let reply = match &open {
-                Ok(()) => {
-                    let mut aborted = None;
-                    let reply = change(Step::Run(conn, &mut aborted));
-                    if let Some(why) = aborted {
-                        ended.push(Err(why));
-                        open = begin(conn);
-                    }
-                    reply
-                }
-                Err(why) => change(Step::Skip(why.clone())),
-            };
-            replies.push((reply, ended.len()));
+        // The changes run one after another in one transaction; when one fails (rare: a full disk,
+        // a row that is not what it should be), the transaction is undone and they run again, each
+        // in a savepoint of its own, so that the failing one is undone alone. (A savepoint for
+        // every change would cost a tenth of the writer's time: SQLite copies each page a change
+        // touches first into the savepoint's journal.)
+        let all_ran = begin(conn).is_ok() && batch.iter_mut().all(|change| change.run(conn));
+        if all_ran {
+            let committed = commit(conn);
+            for change in batch {
+                change.reply(committed.clone());
+            }
+        } else {
+            if !conn.is_autocommit() {
+                let _ = conn.execute_batch("ROLLBACK");
+            }
+            one_by_one(conn, batch);
         }
-        if open.is_ok() {
-            ended.push(conn.execute_batch("COMMIT").map_err(|e| {
-                let e = db_error("commit", e);
-                if !conn.is_autocommit() {
-                    let _ = conn.execute_batch("ROLLBACK");
+        checkpointer.finish(conn);
+    }
+}
+
+/// Runs `batch` in one transaction, each change in its own savepoint; when SQLite ends the
+/// transaction on its own, the changes that ran in it fail with its cause and the rest go on in a
+/// new one.
+fn one_by_one(conn: &Connection, batch: Vec<Change>) {
+    let mut ran: Vec<(Change, usize)> = Vec::with_capacity(batch.len());
+    let mut ended: Vec<Result<()>> = Vec::new();
+    let mut open = begin(conn);
+    for mut change in batch {
+        match &open {
+            Ok(()) => {
+                if let Err(why) = in_savepoint(conn, &mut change) {
+                    ended.push(Err(why));
+                    open = begin(conn);
                 }
-                e
-            }));
-        }
-        for (reply, transaction) in replies {
-            let outcome = ended.get(transaction).cloned().unwrap_or_else(|| Err(not_run()));
-            reply(outcome);
+                ran.push((change, ended.len()));
+            }
+            Err(why) => change.reply(Err(why.clone())),
         }
     }
+    if open.is_ok() {
+        ended.push(commit(conn));
+    }
+    for (change, transaction) in ran {
+        let outcome = ended.get(transaction).cloned().unwrap_or_else(|| Err(not_run()));
+        change.reply(outcome);
+    }
+}
+
+fn commit(conn: &Connection) -> Result<()> {
+    conn.execute_batch("COMMIT").map_err(|e| {
+        let e = db_error("commit", e);
+        if !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
+        }
+        e
+    })
 }
 
 fn begin(conn: &Connection) -> Result<()> {
@@ -233,12 +288,14 @@ pub(crate) fn snapshot<T>(conn: &Connection, read: impl FnOnce(&Connection) -> R
 mod tests {
     use super::*;
     use a2a_protocol::error::ErrorKind;
+    use rusqlite::params;
 
     fn writer() -> (Writer, tempdir::Dir) {
         let dir = tempdir::Dir::new();
         let conn = Connection::open(dir.path.join("w.db")).unwrap();
         conn.execute_batch("PRAGMA journal_mode=WAL; CREATE TABLE t (k INTEGER PRIMARY KEY, v TEXT NOT NULL)").unwrap();
-        (Writer::start(conn).unwrap(), dir)
+        let checkpoints = Connection::open(dir.path.join("w.db")).unwrap();
+        (Writer::start(conn, checkpoints).unwrap(), dir)
     }
 
     /// A temporary directory removed on drop (the tests need no crate for it).
@@ -288,6 +345,38 @@ mod tests {
         let conn = Connection::open(dir.path.join("w.db")).unwrap();
         let n: i64 = conn.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0)).unwrap();
         assert_eq!(n, 180, "every refused change was undone, every other one committed");
+    }
+
+    #[tokio::test]
+    async fn checkpoints_keep_the_wal_bounded_and_everything_reaches_the_file() {
+        use crate::checkpoint::RESTART_PAGES;
+        let (w, dir) = writer();
+        let wal = dir.path.join("w.db-wal");
+        let page = 4096 + 24;
+        // Four pages a change: without checkpoints the WAL would reach three times RESTART_PAGES.
+        let changes = i64::from(3 * RESTART_PAGES / 4);
+        let mut largest = 0;
+        for k in 0..changes {
+            let text = "x".repeat(4 * 4096 - 64);
+            w.run("test", move |c| {
+                c.execute("INSERT INTO t (k, v) VALUES (?1, ?2)", params![k, text]).map_err(|e| db_error("t", e))
+            })
+            .await
+            .unwrap();
+            largest = largest.max(std::fs::metadata(&wal).map_or(0, |m| m.len()));
+        }
+        assert!(
+            largest < 2 * u64::from(RESTART_PAGES) * page,
+            "the WAL started over along the way: it reached {} pages",
+            largest / page
+        );
+        drop(w);
+        assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0, "the last checkpoint emptied the WAL");
+        let conn = Connection::open(dir.path.join("w.db")).unwrap();
+        let n: i64 = conn.query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0)).unwrap();
+        assert_eq!(n, changes);
+        let check: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+        assert_eq!(check, "ok");
     }
 
     #[tokio::test]
