@@ -297,6 +297,21 @@ mod tests {
     }
 
     #[test]
+    fn the_writer_and_the_checkpointer_sync_as_the_durability_says() {
+        let dir = scratch();
+        let db = dir.join(DB_FILE);
+        let synchronous =
+            |conn: &Connection| -> i64 { conn.pragma_query_value(None, "synchronous", |r| r.get(0)).unwrap() };
+        // SQLite's values: 1 NORMAL, 2 FULL. The checkpointer's syncs are what keep the file whole
+        // through a power cut, so it must never sync less than the writer.
+        for (durability, expected) in [(Durability::Process, 1), (Durability::Power, 2)] {
+            assert_eq!(synchronous(&open_writer(&db, durability, None).unwrap()), expected, "{durability:?}");
+            assert_eq!(synchronous(&open_checkpointer(&db, durability).unwrap()), expected, "{durability:?}");
+        }
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
     fn reopening_keeps_the_schema_and_the_page_token_key() {
         let dir = scratch();
         let db = dir.join(DB_FILE);

@@ -426,3 +426,35 @@ async fn a_full_disk_is_a_clear_retryable_error_and_nothing_half_written() {
     assert_eq!(opened.store.len(), kept, "every acknowledged task, nothing else");
     assert_eq!(opened.store.integrity_check().unwrap(), "ok");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_synced_at_every_commit_keeps_the_same_and_empties_its_wal_at_a_stop() {
+    let dir = TempDir::new("sqlite-power");
+    let options = SqliteOptions { durability: Durability::Power, ..SqliteOptions::new(&dir.0) };
+    let opened = open(options.clone()).await.unwrap();
+    let events = [AgentEvent::Status { state: TaskState::Completed, message: None }];
+    let mut writes = Vec::new();
+    for n in 0..40 {
+        let store = opened.store.clone();
+        let events = events.clone();
+        writes.push(tokio::spawn(async move {
+            let id = format!("t{n}");
+            store.create(record(&id, "alice"), None).await.unwrap();
+            store.update(&id, 0, &|r| apply_all(r, &events, chrono::Utc::now())).await.unwrap();
+        }));
+    }
+    for write in writes {
+        write.await.unwrap();
+    }
+    drop(opened);
+    let wal = dir.0.join(format!("{}-wal", a2a::adapters::sqlite::file::DB_FILE));
+    assert_eq!(std::fs::metadata(&wal).map_or(0, |m| m.len()), 0, "a graceful stop checkpoints the WAL into the file");
+
+    let opened = open(options).await.unwrap();
+    assert_eq!(opened.store.len(), 40);
+    for n in 0..40 {
+        let task = opened.store.load(&format!("t{n}")).await.unwrap().unwrap();
+        assert_eq!(task.state(), TaskState::Completed);
+    }
+    assert_eq!(opened.store.integrity_check().unwrap(), "ok");
+}
