@@ -15,7 +15,7 @@
 //! copy being SQLite's own checkpoint.
 
 use std::os::raw::c_int;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, Mutex};
@@ -29,15 +29,33 @@ pub(crate) const BACKGROUND_PAGES: u32 = 1000;
 /// WAL pages past which the writer finishes the checkpoint itself (16 MiB of 4 KiB pages).
 pub(crate) const RESTART_PAGES: u32 = 4096;
 
+/// What the checkpoint thread is told.
+#[derive(Default, PartialEq)]
+enum Signal {
+    #[default]
+    Idle,
+    /// A background pass is owed.
+    Pass,
+    Stop,
+}
+
 /// What the writer's WAL hook and the checkpoint thread share.
 #[derive(Default)]
 struct Shared {
     /// Pages in the WAL after the last commit.
     wal_pages: AtomicU32,
-    /// A background pass is owed.
-    owed: Mutex<bool>,
+    signal: Mutex<Signal>,
     wake: Condvar,
-    stop: AtomicBool,
+}
+
+impl Shared {
+    fn tell(&self, signal: Signal) {
+        let mut held = self.signal.lock();
+        if *held != Signal::Stop {
+            *held = signal;
+        }
+        self.wake.notify_one();
+    }
 }
 
 /// The checkpoint thread; stopped (its pass finished) when dropped.
@@ -73,8 +91,7 @@ impl Checkpointer {
                 }
                 if due > passes_asked && pages < RESTART_PAGES {
                     passes_asked = due;
-                    *shared.owed.lock() = true;
-                    shared.wake.notify_one();
+                    shared.tell(Signal::Pass);
                 }
                 Ok(())
             }))
@@ -100,9 +117,7 @@ impl Checkpointer {
 
 impl Drop for Checkpointer {
     fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        *self.shared.owed.lock() = true;
-        self.shared.wake.notify_one();
+        self.shared.tell(Signal::Stop);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -113,14 +128,14 @@ impl Drop for Checkpointer {
 fn background(conn: &Connection, shared: &Shared) {
     loop {
         {
-            let mut owed = shared.owed.lock();
-            while !*owed {
-                shared.wake.wait(&mut owed);
+            let mut signal = shared.signal.lock();
+            while *signal == Signal::Idle {
+                shared.wake.wait(&mut signal);
             }
-            *owed = false;
-        }
-        if shared.stop.load(Ordering::Relaxed) {
-            return;
+            if *signal == Signal::Stop {
+                return;
+            }
+            *signal = Signal::Idle;
         }
         if let Err(e) = passive(conn) {
             tracing::warn!(error = %e, "a background checkpoint of the data file failed");

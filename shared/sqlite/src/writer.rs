@@ -159,7 +159,9 @@ fn in_savepoint(conn: &Connection, change: &mut Change) -> Result<()> {
     let exec = |sql: &str| {
         conn.prepare_cached(sql).and_then(|mut s| s.execute([])).map(drop).map_err(|e| db_error("savepoint", e))
     };
-    let ran = exec("SAVEPOINT change").map(|()| change.run(conn)).and_then(|ok| {
+    let mut run = || {
+        exec("SAVEPOINT change")?;
+        let ok = change.run(conn);
         if conn.is_autocommit() {
             return Err(change.failure().unwrap_or_else(not_run));
         }
@@ -167,7 +169,8 @@ fn in_savepoint(conn: &Connection, change: &mut Change) -> Result<()> {
             exec("ROLLBACK TO change")?;
         }
         exec("RELEASE change")
-    });
+    };
+    let ran = run();
     if ran.is_err() && !conn.is_autocommit() {
         let _ = conn.execute_batch("ROLLBACK");
     }
