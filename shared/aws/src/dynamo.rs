@@ -567,14 +567,26 @@ impl TaskStore for DynamoStore {
             Some(c) => ("GSI2", "GSI2PK", "GSI2SK", format!("OC#{}#{}", query.owner, c)),
             None => ("GSI1", "GSI1PK", "GSI1SK", format!("O#{}", query.owner)),
         };
+        // '~' sorts after every task id character: the same millisecond is not "after".
+        let after = query.status_after.map(|after| format!("{:013}#~", millis(after)));
+        if let Some(c) = &cursor {
+            // DynamoDB refuses a start key outside the query's key range: a token of another
+            // listing (another contextId) is the client's mistake, and a cursor at or before a
+            // later `statusTimestampAfter` leaves nothing to list.
+            if c.k.get(pk_name) != Some(&pk_value) || !c.k.contains_key(sk_name) {
+                return Err(A2aError::invalid_field("pageToken", "belongs to another listing (another contextId)"));
+            }
+            if after.as_ref().is_some_and(|after| c.k.get(sk_name).is_some_and(|sk| sk <= after)) {
+                return Ok(TaskPage { records: Vec::new(), next_page_token: String::new(), total_size: c.t });
+            }
+        }
         let mut key_condition = "#pk = :pk".to_string();
         let mut names = HashMap::from([("#pk".to_string(), pk_name.to_string())]);
         let mut values = Item::from([(":pk".to_string(), s(pk_value))]);
-        if let Some(after) = query.status_after {
+        if let Some(after) = after {
             key_condition.push_str(" AND #sk > :after");
             names.insert("#sk".into(), sk_name.into());
-            // '~' sorts after every task id character: the same millisecond is not "after".
-            values.insert(":after".into(), s(format!("{:013}#~", millis(after))));
+            values.insert(":after".into(), s(after));
         }
         let filter = query.status.map(|st| {
             names.insert("#st".into(), "state".into());

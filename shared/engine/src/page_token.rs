@@ -11,6 +11,9 @@ use a2a_protocol::error::{A2aError, Result};
 
 type HmacSha256 = Hmac<Sha256>;
 
+/// Bytes of the HMAC a token carries (the left half of HMAC-SHA256).
+const TAG_BYTES: usize = 16;
+
 /// Signs and checks page tokens with one secret key.
 pub struct PageTokens {
     key: Vec<u8>,
@@ -34,7 +37,7 @@ impl PageTokens {
         let mut mac = <HmacSha256 as Mac>::new_from_slice(&self.key)
             .unwrap_or_else(|_| unreachable!("hmac takes any key length"));
         mac.update(payload);
-        mac.finalize().into_bytes()[..16].to_vec()
+        mac.finalize().into_bytes()[..TAG_BYTES].to_vec()
     }
 
     /// Signs arbitrary bytes (adapters with their own cursor formats use this).
@@ -48,6 +51,10 @@ impl PageTokens {
         let (payload, sig) = token.split_once('.').ok_or_else(bad)?;
         let payload = URL_SAFE_NO_PAD.decode(payload).map_err(|_| bad())?;
         let sig = URL_SAFE_NO_PAD.decode(sig).map_err(|_| bad())?;
+        // The whole tag: a shorter one (down to a byte) would be a prefix anyone can guess.
+        if sig.len() != TAG_BYTES {
+            return Err(bad());
+        }
         let mut mac = <HmacSha256 as Mac>::new_from_slice(&self.key).map_err(|_| bad())?;
         mac.update(&payload);
         mac.verify_truncated_left(&sig).map_err(|_| bad())?;
@@ -90,5 +97,24 @@ mod tests {
         let mut tampered = tok.clone();
         tampered.replace_range(0..1, if tok.starts_with('A') { "B" } else { "A" });
         assert!(tokens.decode(&tampered).is_err());
+    }
+
+    /// A token cut to a prefix of its tag is refused: with one byte left, a forger would need at
+    /// most 256 tries.
+    #[test]
+    fn a_shortened_tag_is_refused() {
+        let tokens = PageTokens::new(b"k".to_vec());
+        let tok = tokens.seal(b"1|t");
+        let (payload, sig) = tok.split_once('.').unwrap();
+        let sig = URL_SAFE_NO_PAD.decode(sig).unwrap();
+        assert_eq!(sig.len(), TAG_BYTES);
+        for keep in [1, 2, 8, TAG_BYTES - 1] {
+            let cut = format!("{payload}.{}", URL_SAFE_NO_PAD.encode(&sig[..keep]));
+            let err = tokens.open(&cut).unwrap_err();
+            assert!(err.message.contains("pageToken"), "{keep}: {err}");
+        }
+        let longer = format!("{payload}.{}", URL_SAFE_NO_PAD.encode([sig.as_slice(), &[0]].concat()));
+        assert!(tokens.open(&longer).is_err());
+        assert_eq!(tokens.open(&tok).unwrap(), b"1|t");
     }
 }

@@ -218,13 +218,22 @@ impl ListIndex {
             Some(key) => Bound::Excluded(key.clone()),
             None => Bound::Unbounded,
         };
-        let page = set
-            .range((lower.clone(), upper))
-            .rev()
-            .filter(|(t, _)| q.after.is_none_or(|a| *t > a))
-            .take(q.limit)
-            .cloned()
-            .collect();
+        // A page token's cursor and a later `statusTimestampAfter` leave nothing between them (and
+        // a B-tree's range panics when its start is past its end).
+        let empty = match (&lower, &upper) {
+            (Bound::Excluded(low), Bound::Excluded(high)) => low >= high,
+            _ => false,
+        };
+        let page = match empty {
+            true => Vec::new(),
+            false => set
+                .range((lower.clone(), upper))
+                .rev()
+                .filter(|(t, _)| q.after.is_none_or(|a| *t > a))
+                .take(q.limit)
+                .cloned()
+                .collect(),
+        };
         let count = q.count.then(|| match q.after {
             None => set.len(),
             Some(a) => set.range((lower, Bound::Unbounded)).filter(|(t, _)| *t > a).count(),
@@ -283,6 +292,30 @@ mod tests {
         }
         ix.remove(&place("b", "c1", TaskState::Working, 4, "t4"));
         assert!(ix.owners.is_empty(), "empty slices are dropped: {:?}", ix.owners);
+    }
+
+    /// A cursor (a page token's) at or before a later `after` (`statusTimestampAfter`) leaves an
+    /// empty page, in a context's short vector and in the B-trees alike (a B-tree's range with its
+    /// start past its end would panic).
+    #[test]
+    fn a_cursor_before_the_after_bound_gives_an_empty_page() {
+        let mut ix = ListIndex::default();
+        for t in 0..(FEW as i64 + 4) {
+            ix.insert(&mut place("a", "many", TaskState::Working, t, &format!("t{t}")));
+        }
+        for t in [11, 12] {
+            ix.insert(&mut place("a", "few", TaskState::Working, t, &format!("f{t}")));
+        }
+        // Tasks after time 10: nine in "many", two in "few".
+        for (context, count) in [(None, 11), (Some("many"), 9), (Some("few"), 2)] {
+            for below in [(2, Arc::from("t2")), (9, Arc::from("t9")), (i64::MIN, Arc::from(""))] {
+                let q = Scan { context, after: Some(10), below: Some(below.clone()), ..scan("a") };
+                assert_eq!(ix.scan(&q), (Vec::new(), Some(count)), "{context:?} {below:?}");
+            }
+            // The same time as `after`: still nothing between them.
+            let q = Scan { context, after: Some(10), below: Some((10, Arc::from("t10"))), ..scan("a") };
+            assert!(ix.scan(&q).0.is_empty());
+        }
     }
 
     /// A context's short vector and its B-trees answer alike, on the way up past [`FEW`] keys and

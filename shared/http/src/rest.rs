@@ -141,7 +141,13 @@ async fn serve(
         if crate::rest03::is_v03_path(parts.uri.path()) {
             return crate::rest03::handle(service, parts, body, principal).await;
         }
-        return Err(A2aError::version_not_supported("0.3").with(
+        // 0.3 itself is served, on its own routes: say so rather than that 0.3 is unsupported.
+        let message = format!(
+            "{} is an A2A 1.0 route and the request names no A2A-Version (so 0.3): send A2A-Version: 1.0, \
+             or use the 0.3 HTTP+JSON routes under /v1/",
+            parts.uri.path()
+        );
+        return Err(A2aError::new(ErrorKind::VersionNotSupported, message).with("version", "0.3").with(
             "hint",
             "A2A 0.3 HTTP+JSON is served under /v1/ (e.g. POST /v1/message:send); send A2A-Version: 1.0 for these routes",
         ));

@@ -330,6 +330,63 @@ async fn push_config_crud_on_both_bindings() {
     }
     let v = a.rpc("CreateTaskPushNotificationConfig", json!({"taskId": "nope", "url": "https://x.example"})).await;
     assert_eq!(v["error"]["code"], -32001);
+    // Listed by id, a page of `pageSize` at a time (the order of creation does not matter).
+    for cid in ["b", "a", "c"] {
+        let v = a
+            .rpc(
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": id, "id": cid, "url": "https://93.184.216.34/a2a"}),
+            )
+            .await;
+        assert_eq!(v["result"]["id"], cid, "{v}");
+    }
+    let v = a.rpc("ListTaskPushNotificationConfigs", json!({"taskId": id})).await;
+    let ids: Vec<&str> = v["result"]["configs"].as_array().unwrap().iter().map(|c| c["id"].as_str().unwrap()).collect();
+    assert_eq!((ids, v["result"]["nextPageToken"].as_str()), (vec!["a", "b", "c"], Some("")), "{v}");
+    let (mut token, mut pages) = (String::new(), Vec::new());
+    loop {
+        let r = a.rest("GET", &format!("/tasks/{id}/pushNotificationConfigs?pageSize=2&pageToken={token}"), None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        pages.push(
+            r.body["configs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|c| c["id"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>(),
+        );
+        token = r.body["nextPageToken"].as_str().unwrap_or_default().to_string();
+        if token.is_empty() || pages.len() > 3 {
+            break;
+        }
+    }
+    assert_eq!(pages, [vec!["a", "b"], vec!["c"]]);
+    let v = a.rpc("ListTaskPushNotificationConfigs", json!({"taskId": id, "pageToken": "garbage"})).await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().starts_with("pageToken"), "{v}");
+    for cid in ["a", "b", "c"] {
+        let r = a.rest("DELETE", &format!("/tasks/{id}/pushNotificationConfigs/{cid}"), None).await;
+        assert_eq!(r.status, 200);
+    }
+    // What each delivery sends in a header must be a header value: a line break is refused at
+    // registration (it would make every delivery fail), naming the field.
+    let url = "https://93.184.216.34/a2a";
+    for (config, named) in [
+        (json!({"taskId": id, "url": url, "token": "a\r\nX-Injected: 1"}), "token"),
+        (json!({"taskId": id, "url": url, "authentication": {"scheme": "Bearer\nX: y"}}), "authentication.scheme"),
+        (
+            json!({"taskId": id, "url": url, "authentication": {"scheme": "Bearer", "credentials": "a\u{0}b"}}),
+            "authentication.credentials",
+        ),
+    ] {
+        let v = a.rpc("CreateTaskPushNotificationConfig", config).await;
+        assert_eq!(v["error"]["code"], -32602, "{named}: {v}");
+        assert!(v["error"]["message"].as_str().unwrap().starts_with(named), "{named}: {v}");
+    }
+    let inline = json!({"message": msg("m-inline", "x"), "configuration": {"taskPushNotificationConfig": {"url": url, "token": "t\n"}}});
+    let v = a.rpc("SendMessage", inline).await;
+    assert_eq!(v["error"]["code"], -32602, "{v}");
+    assert!(v["error"]["message"].as_str().unwrap().contains("taskPushNotificationConfig.token"), "{v}");
 
     // 0.3 forms.
     let set = json!({"taskId": id, "pushNotificationConfig": {"url": "https://93.184.216.34/cb", "authentication": {"schemes": ["Bearer"], "credentials": "c"}}});

@@ -19,12 +19,48 @@ pub fn decode_str<T: serde::de::DeserializeOwned>(json: &str, prefix: &str) -> R
 
 fn path_error<E: std::fmt::Display>(e: &serde_path_to_error::Error<E>, prefix: &str) -> A2aError {
     let path = e.path().to_string();
-    let field = if path == "." || path.is_empty() {
+    let mut field = if path == "." || path.is_empty() {
         prefix.to_string()
     } else if prefix.is_empty() {
         path
     } else {
         format!("{prefix}.{path}")
     };
-    A2aError::invalid_field(&field, e.inner())
+    let inner = e.inner().to_string();
+    // serde reports a missing field at the object that lacks it: name the field itself.
+    if let Some(missing) = inner.strip_prefix("missing field `").and_then(|rest| rest.split('`').next()) {
+        field = if field.is_empty() { missing.to_string() } else { format!("{field}.{missing}") };
+        return A2aError::invalid_field(&field, "is required");
+    }
+    A2aError::invalid_field(&field, inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Outer {
+        inner: Inner,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Inner {
+        id: String,
+    }
+
+    #[test]
+    fn a_missing_field_is_named_by_its_own_path() {
+        let err = decode_str::<Inner>("{}", "params").unwrap_err();
+        assert_eq!(
+            (err.message.as_str(), err.metadata.get("field").map(String::as_str)),
+            ("params.id: is required", Some("params.id"))
+        );
+        let err = decode_str::<Outer>(r#"{"inner": {}}"#, "").unwrap_err();
+        assert_eq!(err.metadata.get("field").map(String::as_str), Some("inner.id"), "{err}");
+        let err = decode_str::<Inner>(r#"{"id": 7}"#, "params").unwrap_err();
+        assert_eq!(err.metadata.get("field").map(String::as_str), Some("params.id"), "{err}");
+    }
 }

@@ -35,6 +35,19 @@ fn bounded(path: &str, name: &str, value: &str, max: usize) -> Result<()> {
     }
 }
 
+/// A value each webhook delivery sends in an HTTP header (the token, the authentication's scheme
+/// and credentials): a control character there (a line break, above all) makes every delivery
+/// fail, so it is refused when the config is made.
+fn header_value(path: &str, name: &str, value: &str) -> Result<()> {
+    match value.chars().find(|c| c.is_ascii_control() && *c != '\t') {
+        Some(c) => Err(A2aError::invalid_field(
+            &field(path, name),
+            format!("must not contain control characters (found {c:?}): it is sent in an HTTP header"),
+        )),
+        None => Ok(()),
+    }
+}
+
 fn bounded_metadata(path: &str, metadata: Option<&Struct>) -> Result<()> {
     let Some(m) = metadata else { return Ok(()) };
     let size = serde_json::to_vec(m).map_or(usize::MAX, |v| v.len());
@@ -115,10 +128,13 @@ impl TaskPushNotificationConfig {
     fn bounds(&self, path: &str) -> Result<()> {
         bounded(path, "id", &self.id, MAX_ID_LEN)?;
         bounded(path, "token", &self.token, MAX_SECRET_LEN)?;
+        header_value(path, "token", &self.token)?;
         if let Some(auth) = &self.authentication {
             let p = field(path, "authentication");
             bounded(&p, "scheme", &auth.scheme, MAX_ID_LEN)?;
             bounded(&p, "credentials", &auth.credentials, MAX_SECRET_LEN)?;
+            header_value(&p, "scheme", &auth.scheme)?;
+            header_value(&p, "credentials", &auth.credentials)?;
         }
         Ok(())
     }
