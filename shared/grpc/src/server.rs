@@ -120,10 +120,21 @@ impl Call {
         parts.headers = metadata.into_headers();
         parts.extensions = extensions;
         let principal = self.service.authenticate(&parts).await.map_err(status)?;
-        // gRPC is a 1.0 binding: no version metadata means 1.0; any other version is refused.
+        // gRPC is a 1.0 binding: no version metadata (or an empty one) means 1.0; 0.3 had no gRPC
+        // binding here, and any other version is refused.
+        let named = ["a2a-version", "opvs-version"]
+            .iter()
+            .filter_map(|name| parts.headers.get(*name))
+            .any(|v| v.to_str().map_or(true, |v| !v.trim().is_empty()));
         let version = match version::negotiate(&parts.headers, None) {
-            _ if !parts.headers.contains_key("a2a-version") => version::Version::V1_0,
-            Ok(version::Version::V0_3) => return Err(status(A2aError::version_not_supported("0.3"))),
+            _ if !named => version::Version::V1_0,
+            Ok(version::Version::V0_3) => {
+                let refused = A2aError::new(
+                    ErrorKind::VersionNotSupported,
+                    "the gRPC binding serves A2A 1.0: send a2a-version 1.0 (or none); A2A 0.3 is served over JSON-RPC and HTTP+JSON",
+                );
+                return Err(status(refused.with("version", "0.3")));
+            }
             other => other.map_err(status)?,
         };
         let ctx: CallContext = self.service.call_context(&parts, principal, version).map_err(status)?;

@@ -348,3 +348,32 @@ async fn the_0_3_rest_binding_reads_proto_names_and_bytes_once() {
         r.body
     );
 }
+
+/// A 0.3 data part's data is an object: any other value is refused on the way in, naming the
+/// part; a 1.0 task's data that is not an object goes out to 0.3 clients as `{"value": …}`, which
+/// they can read (a bare string or array broke a2a-sdk 0.3's parsing of the whole task).
+#[tokio::test]
+async fn a_0_3_data_part_is_an_object_both_ways() {
+    let a = agent().await;
+    let ct = [("content-type", "application/json")];
+    let call = |method: &str, params: Value| {
+        json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string()
+    };
+    let message = json!({"message": {"kind": "message", "messageId": "m-data-03", "role": "user",
+        "parts": [{"kind": "data", "data": "just a string"}]}});
+    let r = a.call("POST", "/", &ct, Some(&call("message/send", message))).await;
+    assert_eq!(r.body["error"]["code"], -32602, "{}", r.body);
+    assert!(r.body["error"]["message"].as_str().unwrap().contains("parts[0]"), "{}", r.body);
+
+    let sent = a
+        .rpc(
+            "SendMessage",
+            json!({"message": {"messageId": "m-data-10", "role": "ROLE_USER", "parts": [{"data": "x"}, {"data": {"k": 1}}]}}),
+        )
+        .await;
+    let id = sent["result"]["task"]["id"].as_str().expect("a task");
+    let r = a.call("POST", "/", &ct, Some(&call("tasks/get", json!({"id": id})))).await;
+    let parts = &r.body["result"]["history"][0]["parts"];
+    assert_eq!(parts[0], json!({"kind": "data", "data": {"value": "x"}}), "{}", r.body);
+    assert_eq!(parts[1], json!({"kind": "data", "data": {"k": 1}}), "{}", r.body);
+}

@@ -125,6 +125,14 @@ async fn unary_and_streaming_operations_and_errors() {
         .unwrap_err();
     assert_eq!(old.code(), Code::Unimplemented);
     assert_eq!(old.get_details_error_info().unwrap().reason, "VERSION_NOT_SUPPORTED");
+    assert!(old.message().starts_with("the gRPC binding serves A2A 1.0"), "{}", old.message());
+    // An empty version is no version: 1.0.
+    let got = unary(&channel, "GetTask", "GetTaskRequest", "Task", json!({"id": id}), &[("a2a-version", "")]).await;
+    assert_eq!(got.unwrap()["id"], id);
+    // A required field left out (proto3 drops empty strings) is named.
+    let unnamed = unary(&channel, "GetTask", "GetTaskRequest", "Task", json!({}), &[]).await.unwrap_err();
+    assert_eq!(unnamed.code(), Code::InvalidArgument);
+    assert_eq!(unnamed.get_details_error_info().unwrap().metadata["field"], "id", "{unnamed:?}");
     let invalid = unary(
         &channel,
         "SendMessage",

@@ -297,6 +297,20 @@ async fn subscribers_see_identical_events_and_resume_without_loss() {
     let r = a.rest("GET", &path, None).await;
     assert_eq!(r.status, 400);
     assert_eq!(reason(&r.body), "UNSUPPORTED_OPERATION");
+
+    // A Last-Event-ID past the task's last event resumes nothing: the snapshot comes first, then
+    // the task's events to its end (not a silent stream that ends without saying how).
+    let v = a
+        .rpc(
+            "SendMessage",
+            json!({"message": msg("test-resubscribe-message-id-4", "x"), "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
+    let path = format!("/tasks/{id}:subscribe");
+    let (_, events) = a.sse("GET", &path, &[("A2A-Version", "1.0"), ("Last-Event-ID", "99")], None).await;
+    assert!(events[0].2.get("task").is_some(), "snapshot first: {events:?}");
+    assert_eq!(events.last().unwrap().2["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
 }
 
 #[tokio::test]
@@ -400,6 +414,30 @@ async fn push_config_crud_on_both_bindings() {
         a.rpc_with("tasks/pushNotificationConfig/delete", json!({"id": id, "pushNotificationConfigId": id}), &[]).await;
     assert_eq!(v["result"], Value::Null);
     assert!(v.get("error").is_none());
+}
+
+/// An id longer than any the server keeps names nothing: refused naming the field, not looked up
+/// and repeated back (over gRPC a repeated id could outgrow the client's trailer limit).
+#[tokio::test]
+async fn an_overlong_lookup_id_is_refused_naming_the_field() {
+    let a = agent().await;
+    let long = "a".repeat(4000);
+    for (method, params, named) in [
+        ("GetTask", json!({"id": long}), "id"),
+        ("CancelTask", json!({"id": long}), "id"),
+        ("GetTaskPushNotificationConfig", json!({"taskId": long, "id": "c"}), "taskId"),
+        ("GetTaskPushNotificationConfig", json!({"taskId": "t", "id": long}), "id"),
+        ("ListTaskPushNotificationConfigs", json!({"taskId": long}), "taskId"),
+        ("DeleteTaskPushNotificationConfig", json!({"taskId": "t", "id": long}), "id"),
+    ] {
+        let v = a.rpc(method, params).await;
+        assert_eq!(v["error"]["code"], -32602, "{method}: {v}");
+        let message = v["error"]["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("{named}: is 4000 bytes long")), "{method}: {message}");
+        assert!(!v.to_string().contains(&long), "{method}: the id is not repeated back");
+    }
+    let r = a.rest("GET", &format!("/tasks/{long}"), None).await;
+    assert_eq!(r.status, 400, "{}", r.body);
 }
 
 #[tokio::test]

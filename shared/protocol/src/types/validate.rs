@@ -60,6 +60,13 @@ fn bounded_metadata(path: &str, metadata: Option<&Struct>) -> Result<()> {
     Ok(())
 }
 
+/// An id the request looks up (a task's, a config's): required, and no longer than any id the
+/// server keeps (a longer one names nothing, and would only be repeated back in the error).
+fn lookup_id(path: &str, name: &str, value: &str) -> Result<()> {
+    non_empty(path, name, value)?;
+    bounded(path, name, value, MAX_ID_LEN)
+}
+
 fn non_empty(path: &str, name: &str, value: &str) -> Result<()> {
     if value.trim().is_empty() {
         Err(A2aError::invalid_field(&field(path, name), "is required and must not be empty"))
@@ -142,7 +149,7 @@ impl TaskPushNotificationConfig {
 
 impl Validate for TaskPushNotificationConfig {
     fn validate(&self, path: &str) -> Result<()> {
-        non_empty(path, "taskId", &self.task_id)?;
+        lookup_id(path, "taskId", &self.task_id)?;
         non_empty(path, "url", &self.url)?;
         if let Some(auth) = &self.authentication {
             non_empty(&field(path, "authentication"), "scheme", &auth.scheme)?;
@@ -153,7 +160,7 @@ impl Validate for TaskPushNotificationConfig {
 
 impl Validate for GetTaskRequest {
     fn validate(&self, path: &str) -> Result<()> {
-        non_empty(path, "id", &self.id)?;
+        lookup_id(path, "id", &self.id)?;
         if matches!(self.history_length, Some(h) if h < 0) {
             return Err(A2aError::invalid_field(&field(path, "historyLength"), "must not be negative"));
         }
@@ -163,26 +170,26 @@ impl Validate for GetTaskRequest {
 
 impl Validate for CancelTaskRequest {
     fn validate(&self, path: &str) -> Result<()> {
-        non_empty(path, "id", &self.id)
+        lookup_id(path, "id", &self.id)
     }
 }
 
 impl Validate for SubscribeToTaskRequest {
     fn validate(&self, path: &str) -> Result<()> {
-        non_empty(path, "id", &self.id)
+        lookup_id(path, "id", &self.id)
     }
 }
 
 impl Validate for GetTaskPushNotificationConfigRequest {
     fn validate(&self, path: &str) -> Result<()> {
-        non_empty(path, "taskId", &self.task_id)?;
-        non_empty(path, "id", &self.id)
+        lookup_id(path, "taskId", &self.task_id)?;
+        lookup_id(path, "id", &self.id)
     }
 }
 
 impl Validate for ListTaskPushNotificationConfigsRequest {
     fn validate(&self, path: &str) -> Result<()> {
-        non_empty(path, "taskId", &self.task_id)?;
+        lookup_id(path, "taskId", &self.task_id)?;
         if self.page_size < 0 {
             return Err(A2aError::invalid_field(&field(path, "pageSize"), "must not be negative"));
         }

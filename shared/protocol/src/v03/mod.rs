@@ -65,7 +65,10 @@ impl<'de> Deserialize<'de> for Part {
         match kind.as_str() {
             "text" => Ok(Part::Text { text: w.text.ok_or_else(|| D::Error::missing_field("text"))?, metadata }),
             "file" => Ok(Part::File { file: w.file.ok_or_else(|| D::Error::missing_field("file"))?, metadata }),
-            "data" => Ok(Part::Data { data: w.data.ok_or_else(|| D::Error::missing_field("data"))?, metadata }),
+            "data" => match w.data.ok_or_else(|| D::Error::missing_field("data"))? {
+                data @ Value::Object(_) => Ok(Part::Data { data, metadata }),
+                _ => Err(D::Error::custom("a data part's data must be a JSON object in A2A 0.3")),
+            },
             other => Err(D::Error::custom(format!("unknown part kind {other:?}; expected text, file or data"))),
         }
     }
@@ -99,7 +102,12 @@ impl From<&v1::Part> for Part {
             PartContent::Text(t) => Part::Text { text: t.to_string(), metadata },
             PartContent::Raw(b) => file(Some(base64_bytes::encode(b)), None),
             PartContent::Url(u) => file(None, Some(u.clone())),
-            PartContent::Data(d) => Part::Data { data: Value::clone(d), metadata },
+            // 0.3 data is an object: any other 1.0 value goes out as `{"value": …}` (as the 0.3
+            // HTTP+JSON binding's proto form carries it), which 0.3 clients can read.
+            PartContent::Data(d) => match Value::clone(d) {
+                data @ Value::Object(_) => Part::Data { data, metadata },
+                other => Part::Data { data: serde_json::json!({ "value": other }), metadata },
+            },
         }
     }
 }
