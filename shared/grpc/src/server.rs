@@ -56,10 +56,24 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for A2aGrpc {
         let name = req.uri().path().rsplit('/').next().unwrap_or_default().to_string();
         let span = spans::server(req.method(), req.uri().path(), req.headers(), Protocol::Grpc);
         let answered = span.clone();
+        let content_type = proto_content_type(req.headers());
         let call = async move {
             let Some(method) = method(&name) else {
                 return Ok(Status::unimplemented(format!("{SERVICE_NAME} has no method {name:?}")).into_http());
             };
+            match content_type {
+                ContentType::Proto => {}
+                // The gRPC spec: a request that is not gRPC at all gets HTTP 415.
+                ContentType::NotGrpc => {
+                    let mut response = http::Response::new(tonic::body::Body::empty());
+                    *response.status_mut() = http::StatusCode::UNSUPPORTED_MEDIA_TYPE;
+                    return Ok(response);
+                }
+                ContentType::OtherCodec(ct) => {
+                    let why = format!("content-type {ct:?}: this server reads protobuf only (application/grpc or application/grpc+proto)");
+                    return Ok(status(A2aError::new(ErrorKind::ContentTypeNotSupported, why)).into_http());
+                }
+            }
             // Who is calling, before a byte of the message is read: a caller the service refuses
             // gets its answer without sending (or making the server hold) anything.
             let (mut parts, body) = req.into_parts();
@@ -76,7 +90,7 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for A2aGrpc {
             } else {
                 grpc.unary(Unary(Call { service, method }), req).await
             };
-            Ok(too_large_as_resource_exhausted(response, max_body))
+            Ok(client_faults_as_the_table_says(response, max_body))
         };
         Box::pin(async move {
             let response = tracing::Instrument::instrument(call, span).await;
@@ -92,18 +106,53 @@ impl tower_service::Service<http::Request<tonic::body::Body>> for A2aGrpc {
     }
 }
 
-/// tonic refuses a message over the limit with OUT_OF_RANGE; the error table says
-/// RESOURCE_EXHAUSTED (PAYLOAD_TOO_LARGE), as for an HTTP body over `--max-body`.
-fn too_large_as_resource_exhausted(
+/// What a request's content type says of its messages.
+enum ContentType {
+    Proto,
+    NotGrpc,
+    /// gRPC with another codec (`application/grpc+json`): not read as protobuf.
+    OtherCodec(String),
+}
+
+fn proto_content_type(headers: &http::HeaderMap) -> ContentType {
+    let raw = headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let essence = raw.split(';').next().unwrap_or_default().trim().to_ascii_lowercase();
+    match essence.as_str() {
+        "application/grpc" | "application/grpc+proto" => ContentType::Proto,
+        other if other.starts_with("application/grpc") => ContentType::OtherCodec(other.to_string()),
+        _ => ContentType::NotGrpc,
+    }
+}
+
+/// What tonic itself answers when the request is at fault, before the binding sees the call, put
+/// as the error table says: a message over the limit (OUT_OF_RANGE) is RESOURCE_EXHAUSTED
+/// (PAYLOAD_TOO_LARGE), as for an HTTP body over `--max-body`; a call without its message, one cut
+/// inside it, or an unknown compressed-flag (INTERNAL, which says the server failed) is
+/// INVALID_ARGUMENT. (A compressed message without `grpc-encoding` stays INTERNAL: the gRPC
+/// compression spec says so.)
+fn client_faults_as_the_table_says(
     response: http::Response<tonic::body::Body>,
     max_body: usize,
 ) -> http::Response<tonic::body::Body> {
-    let out_of_range = response.headers().get("grpc-status").is_some_and(|v| v == "11");
-    if !out_of_range {
-        return response;
-    }
-    let message = format!("request message exceeds the limit of {max_body} bytes");
-    status(A2aError::new(ErrorKind::PayloadTooLarge, message)).into_http()
+    let Some(answered) = Status::from_header_map(response.headers()) else { return response };
+    let refused = match (answered.code(), answered.message()) {
+        (tonic::Code::OutOfRange, _) => {
+            A2aError::new(ErrorKind::PayloadTooLarge, format!("request message exceeds the limit of {max_body} bytes"))
+        }
+        (tonic::Code::Internal, "Missing request message.") => {
+            A2aError::invalid_request("the call ended without its request message")
+        }
+        (tonic::Code::Internal, "Unexpected EOF decoding stream.") => {
+            A2aError::invalid_request("the request message is cut short: the call ended inside it")
+        }
+        (tonic::Code::Internal, m)
+            if m.starts_with("protocol error: received message with invalid compression flag") =>
+        {
+            A2aError::invalid_request("the request message's compressed-flag is neither 0 nor 1")
+        }
+        _ => return response,
+    };
+    status(refused).into_http()
 }
 
 #[derive(Clone)]

@@ -51,7 +51,9 @@ struct RawEnvelope<'a> {
 struct Envelope<'a> {
     id: Option<RpcId>,
     method: String,
-    params: &'a str,
+    /// `None`: params that are not an object (judged in [`dispatch`], so that a 0.3 stream's
+    /// refusal still comes as an event).
+    params: Option<&'a str>,
 }
 
 pub async fn handle(service: &Service, parts: &http::request::Parts, body: Bytes) -> HttpResponse {
@@ -114,9 +116,9 @@ fn envelope(body: &[u8]) -> std::result::Result<Envelope<'_>, (RpcId, A2aError)>
         .and_then(|m| serde_json::from_str::<String>(m.get()).ok())
         .ok_or_else(|| (reply_id(), A2aError::invalid_request("method: must be a string")))?;
     let params = match env.params.map(RawValue::get) {
-        None | Some("null") => "{}",
-        Some(p) if p.starts_with('{') => p,
-        Some(_) => return Err((reply_id(), A2aError::invalid_params("params: must be an object"))),
+        None | Some("null") => Some("{}"),
+        Some(p) if p.starts_with('{') => Some(p),
+        Some(_) => None,
     };
     Ok(Envelope { id, method, params })
 }
@@ -127,7 +129,8 @@ async fn dispatch(
     principal: a2a_engine::auth::Principal,
     envelope: Envelope<'_>,
 ) -> Result<HttpResponse> {
-    let (op, wire) = decode_op(&envelope.method, envelope.params)?;
+    let params = envelope.params.ok_or_else(|| A2aError::invalid_params("params: must be an object"))?;
+    let (op, wire) = decode_op(&envelope.method, params)?;
     let id = envelope.id.ok_or_else(|| {
         A2aError::invalid_field("id", "is required: a request without an id is a notification, which A2A does not use")
     })?;

@@ -237,6 +237,13 @@ async fn the_0_3_streams_report_refusals_as_events() {
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].2["id"], "s1");
     assert_eq!(events[0].2["error"]["code"], -32001);
+    // Params that are not an object: refused as an event too.
+    for params in [json!([1]), json!("x")] {
+        let body = json!({"jsonrpc": "2.0", "id": "s2", "method": "message/stream", "params": params}).to_string();
+        let (status, events) = a.sse("POST", "/", &[("content-type", "application/json")], Some(&body)).await;
+        assert_eq!(status, 200);
+        assert_eq!((events.len(), &events[0].2["error"]["code"]), (1, &json!(-32602)), "{params}: {events:?}");
+    }
     // 1.0 clients read the plain JSON error.
     let body = json!({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": "nope"}}).to_string();
     let r = a.call("POST", "/", &[("content-type", "application/json"), ("A2A-Version", "1.0")], Some(&body)).await;

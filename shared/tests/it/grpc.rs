@@ -362,6 +362,76 @@ async fn an_unknown_caller_is_refused_before_its_message_is_read() {
     // UNAUTHENTICATED
 }
 
+/// A request that is not gRPC gets HTTP 415 (the gRPC spec); gRPC with another codec is refused,
+/// not read as protobuf.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_protobuf_grpc_is_read() {
+    let (addr, _) = serve_with(None, Arc::new(a2a::executor::EchoAgent), Limits::default(), tight()).await;
+    let (client, _conn) = h2_connect(addr).await;
+    let mut client = client.ready().await.unwrap();
+    for (content_type, want) in [("application/json", None), ("application/grpc+json", Some("3"))] {
+        let req = http::Request::builder()
+            .method("POST")
+            .uri(format!("http://{addr}/lf.a2a.v1.A2AService/GetTask"))
+            .header("content-type", content_type)
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        client = client.ready().await.unwrap();
+        let (response, mut body) = client.send_request(req, false).unwrap();
+        body.send_data(frame(encode("lf.a2a.v1.GetTaskRequest", json!({"id": "x"})).unwrap()), true).unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(5), response).await.expect("answered").unwrap();
+        match want {
+            None => assert_eq!(response.status(), 415, "{content_type}"),
+            Some(code) => assert_eq!(grpc_status(response.headers()).as_deref(), Some(code), "{content_type}"),
+        }
+    }
+    for content_type in ["application/grpc", "application/grpc+proto", "application/grpc; charset=utf-8"] {
+        let req = http::Request::builder()
+            .method("POST")
+            .uri(format!("http://{addr}/lf.a2a.v1.A2AService/GetTask"))
+            .header("content-type", content_type)
+            .header("te", "trailers")
+            .body(())
+            .unwrap();
+        client = client.ready().await.unwrap();
+        let (response, mut body) = client.send_request(req, false).unwrap();
+        body.send_data(frame(encode("lf.a2a.v1.GetTaskRequest", json!({"id": "x"})).unwrap()), true).unwrap();
+        let response = tokio::time::timeout(Duration::from_secs(5), response).await.expect("answered").unwrap();
+        assert_eq!(
+            grpc_status(response.headers()).as_deref(),
+            Some("5"),
+            "{content_type}: NOT_FOUND, read as protobuf"
+        );
+    }
+}
+
+/// A call that ends without its message, or inside it, or whose compressed-flag is unknown is the
+/// client's fault: INVALID_ARGUMENT, not tonic's INTERNAL.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_its_whole_message_is_invalid_argument() {
+    let (addr, _) = serve_with(None, Arc::new(a2a::executor::EchoAgent), Limits::default(), tight()).await;
+    let (client, _conn) = h2_connect(addr).await;
+    let mut client = client.ready().await.unwrap();
+    for (what, sent) in [
+        ("no message", None),
+        ("cut short", Some(&[0u8, 0, 0, 0, 10, 1, 2][..])),
+        ("compressed-flag 2", Some(&[2u8, 0, 0, 0, 1, 0][..])),
+    ] {
+        client = client.ready().await.unwrap();
+        let (response, mut body) = client.send_request(grpc_request(addr, "GetTask", &[]), sent.is_none()).unwrap();
+        if let Some(bytes) = sent {
+            body.send_data(Bytes::copy_from_slice(bytes), true).unwrap();
+        }
+        let response = tokio::time::timeout(Duration::from_secs(5), response).await.expect("answered").unwrap();
+        let status = match grpc_status(response.headers()) {
+            Some(status) => status,
+            None => grpc_status(&response.into_body().trailers().await.unwrap().unwrap()).unwrap(),
+        };
+        assert_eq!(status, "3", "{what}"); // INVALID_ARGUMENT
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stalled_message_is_cut_at_the_body_deadline() {
     let (addr, _) = serve_with(None, Arc::new(a2a::executor::EchoAgent), Limits::default(), tight()).await;
