@@ -264,14 +264,18 @@ async fn streaming_order_in_both_versions() {
 #[tokio::test]
 async fn subscribers_see_identical_events_and_resume_without_loss() {
     let a = Arc::new(agent().await);
-    let v = a
-        .rpc(
-            "SendMessage",
-            json!({"message": msg("test-resubscribe-message-id-3", "x"), "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
-    let path = format!("/tasks/{id}:subscribe");
+    // A task whose events come one by one (the conformance agent's resubscribe case), and its
+    // subscribe path.
+    let running = |message_id: &'static str| {
+        let a = a.clone();
+        async move {
+            let send = json!({"message": msg(message_id, "x"), "configuration": {"returnImmediately": true}});
+            let v = a.rpc("SendMessage", send).await;
+            format!("/tasks/{}:subscribe", v["result"]["task"]["id"].as_str().unwrap())
+        }
+    };
+    let path = running("test-resubscribe-message-id-3").await;
+    let id = path.trim_start_matches("/tasks/").trim_end_matches(":subscribe").to_string();
     let (a1, a2, p1, p2) = (a.clone(), a.clone(), path.clone(), path.clone());
     let s1 = tokio::spawn(async move { a1.sse("GET", &p1, &[("A2A-Version", "1.0")], None).await.1 });
     let s2 = tokio::spawn(async move { a2.sse("POST", &p2, &[("A2A-Version", "1.0")], None).await.1 });
@@ -300,14 +304,7 @@ async fn subscribers_see_identical_events_and_resume_without_loss() {
 
     // A Last-Event-ID past the task's last event resumes nothing: the snapshot comes first, then
     // the task's events to its end (not a silent stream that ends without saying how).
-    let v = a
-        .rpc(
-            "SendMessage",
-            json!({"message": msg("test-resubscribe-message-id-4", "x"), "configuration": {"returnImmediately": true}}),
-        )
-        .await;
-    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
-    let path = format!("/tasks/{id}:subscribe");
+    let path = running("test-resubscribe-message-id-4").await;
     let (_, events) = a.sse("GET", &path, &[("A2A-Version", "1.0"), ("Last-Event-ID", "99")], None).await;
     assert!(events[0].2.get("task").is_some(), "snapshot first: {events:?}");
     assert_eq!(events.last().unwrap().2["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
