@@ -171,12 +171,7 @@ impl Call {
         let principal = self.service.authenticate(&parts).await.map_err(status)?;
         // gRPC is a 1.0 binding: no version metadata (or an empty one) means 1.0; 0.3 had no gRPC
         // binding here, and any other version is refused.
-        let named = ["a2a-version", "opvs-version"]
-            .iter()
-            .filter_map(|name| parts.headers.get(*name))
-            .any(|v| v.to_str().map_or(true, |v| !v.trim().is_empty()));
-        let version = match version::negotiate(&parts.headers, None) {
-            _ if !named => version::Version::V1_0,
+        let version = match version::negotiate_or(&parts.headers, None, version::Version::V1_0) {
             Ok(version::Version::V0_3) => {
                 let refused = A2aError::new(
                     ErrorKind::VersionNotSupported,

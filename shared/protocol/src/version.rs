@@ -62,9 +62,19 @@ pub fn query_param(query: Option<&str>, names: &[&str]) -> Option<String> {
 
 /// The version a request asks for: header first, then query parameter, else 0.3.
 pub fn negotiate(headers: &HeaderMap, query: Option<&str>) -> Result<Version> {
-    match header(headers, &VERSION_NAMES) {
+    negotiate_or(headers, query, Version::V0_3)
+}
+
+/// [`negotiate`] for a binding whose requests that name no version (none, or an empty one) mean
+/// `unnamed`: 0.3 on the HTTP bindings (spec §3.6.2), 1.0 on gRPC (a 1.0-only binding).
+pub fn negotiate_or(headers: &HeaderMap, query: Option<&str>, unnamed: Version) -> Result<Version> {
+    let named = match header(headers, &VERSION_NAMES) {
+        Some(v) => Some(v.to_string()),
+        None => query_param(query, &VERSION_NAMES),
+    };
+    match named.as_deref().map(str::trim) {
+        None | Some("") => Ok(unnamed),
         Some(v) => Version::parse(v),
-        None => Version::parse(&query_param(query, &VERSION_NAMES).unwrap_or_default()),
     }
 }
 
@@ -121,6 +131,11 @@ mod tests {
         assert_eq!(negotiate(&h, Some("A2A-Version=1.0")).unwrap(), Version::V1_0);
         assert_eq!(negotiate(&h, Some("x=1&OPVS-Version=1.0")).unwrap(), Version::V1_0);
         assert_eq!(negotiate(&h, None).unwrap(), Version::V0_3);
+        assert_eq!(negotiate_or(&h, None, Version::V1_0).unwrap(), Version::V1_0);
+        h.insert("A2A-Version", " ".parse().unwrap());
+        assert_eq!(negotiate(&h, None).unwrap(), Version::V0_3, "empty is unnamed");
+        assert_eq!(negotiate_or(&h, None, Version::V1_0).unwrap(), Version::V1_0, "empty is unnamed");
+        h.remove("A2A-Version");
         h.insert("OPVS-Version", "1.0".parse().unwrap());
         assert_eq!(negotiate(&h, None).unwrap(), Version::V1_0);
         h.insert("A2A-Version", "9.9".parse().unwrap());
